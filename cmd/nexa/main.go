@@ -1,0 +1,12 @@
+// Command nexa runs Nexa agents durably. All behaviour lives in internal/cli.
+package main
+
+import (
+	"os"
+
+	"github.com/nexa-run/nexa/internal/cli"
+)
+
+func main() {
+	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

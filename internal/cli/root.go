@@ -1,0 +1,128 @@
+// Package cli wires the compiler, runtime and store into the nexa command:
+// flags, environment, JSON and terminal output, exit codes.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
+var Version = "dev"
+
+// Commit is set at build time; "unknown" when built without it.
+var Commit = "unknown"
+
+// LanguagePath is the language path this binary implements.
+const LanguagePath = "2.4"
+
+// Exit codes of cli.md.
+const (
+	ExitOK              = 0
+	ExitFailed          = 1
+	ExitUsage           = 2
+	ExitWaitingApproval = 3
+	ExitUnknownOutcome  = 4
+	ExitTimedOut        = 5
+	ExitBudgetExhausted = 6
+	ExitConflict        = 7
+	ExitInterrupted     = 130
+)
+
+// exitError carries an exit code out of a command; its message (if any) has
+// already been printed or is printed by Main.
+type exitError struct {
+	code    int
+	msg     string
+	printed bool
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// usageErrorf is a usage or input error (exit 2).
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: ExitUsage, msg: fmt.Sprintf(format, args...)}
+}
+
+// exitWith ends the command with code after the command printed everything.
+func exitWith(code int) error { return &exitError{code: code, printed: true} }
+
+// env is the process environment as the commands see it; tests replace it.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+// Main runs the nexa command line and returns the process exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	root := newRootCmd(e)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	var xe *exitError
+	if errors.As(err, &xe) {
+		if !xe.printed && xe.msg != "" {
+			fmt.Fprintf(stderr, "nexa: %s\n", xe.msg)
+		}
+		return xe.code
+	}
+	// Cobra's own flag and argument errors are usage errors.
+	fmt.Fprintf(stderr, "nexa: %s\n", err)
+	return ExitUsage
+}
+
+func newRootCmd(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "nexa",
+		Short: "Run Nexa agents durably: approvals, resume, auditable tool journals",
+		Long: `nexa compiles .nx programs and runs their agents durably.
+
+A run survives crashes, pauses for approval of risky tool calls, resumes from
+any later process, never executes a tool twice, and reports which calls have
+unknown outcomes.`,
+		Version:       versionString(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	root.SetVersionTemplate("nexa {{.Version}}\n")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErrorf("%v (see '%s --help')", err, c.CommandPath())
+	})
+	for _, add := range commands {
+		root.AddCommand(add(e))
+	}
+	root.AddCommand(newVersionCmd(e))
+	return root
+}
+
+// commands are the subcommands registered by the files of this package.
+var commands []func(*env) *cobra.Command
+
+func register(f func(*env) *cobra.Command) { commands = append(commands, f) }
+
+func versionString() string {
+	return fmt.Sprintf("%s (language %s, commit %s)", Version, LanguagePath, Commit)
+}
+
+func newVersionCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, the language path and the commit",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			fmt.Fprintf(e.stdout, "nexa %s\n", versionString())
+			return nil
+		},
+	}
+}

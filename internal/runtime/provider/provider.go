@@ -1,0 +1,85 @@
+// Package provider defines how the runtime asks a model for the next step,
+// and holds the implementations: an offline scripted model and
+// OpenAI-compatible Chat Completions.
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+// ToolSpec is a tool as offered to the model.
+type ToolSpec struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage // JSON Schema of the arguments object
+}
+
+// Request is one provider call: the whole conversation so far (the first
+// message is the system prompt when there is one) and the tools on offer.
+type Request struct {
+	Model    string
+	Messages []state.Message
+	Tools    []ToolSpec
+	// ToolChoice is "auto", "required" or "none" ("" means auto).
+	ToolChoice  string
+	Temperature *float64
+	MaxTokens   int
+	// JSONOutput asks for a JSON object answer (output_format: "json" or
+	// an implemented protocol).
+	JSONOutput bool
+	// Stream selects streaming where the provider supports it.
+	Stream bool
+}
+
+// Reply is a complete reply: a provider never returns a partial one.
+type Reply struct {
+	// Message is the assistant message (role assistant, text and tool
+	// calls with ids).
+	Message state.Message
+	// Raw is the provider's response as received (for a stream, the
+	// assembled response), kept for audit.
+	Raw   json.RawMessage
+	Usage state.Usage
+	// FinishReason as reported by the provider.
+	FinishReason string
+}
+
+// Event reports progress while a reply is being produced (streamed text);
+// it is for display only.
+type Event struct {
+	TextDelta string
+}
+
+// Provider produces replies.
+type Provider interface {
+	// Complete returns a complete reply or an error; transient failures
+	// are reported as *Error with Transient set, and the caller retries.
+	Complete(ctx context.Context, req Request, progress func(Event)) (Reply, error)
+	// Identity names the endpoint for the run's configuration; never a key.
+	Identity() state.ProviderIdentity
+}
+
+// Error is a provider failure with what the runtime needs to decide on a
+// retry. Message never contains a key.
+type Error struct {
+	// Kind is a short cause: "connection", "rate_limited", "server",
+	// "auth", "model_not_found", "invalid_request", "stream_cut",
+	// "script_exhausted", "malformed_reply".
+	Kind       string
+	Status     int // HTTP status, 0 if none
+	Transient  bool
+	RetryAfter time.Duration
+	Message    string
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("provider %s (HTTP %d): %s", e.Kind, e.Status, e.Message)
+	}
+	return fmt.Sprintf("provider %s: %s", e.Kind, e.Message)
+}

@@ -1,0 +1,270 @@
+// Package state holds the durable shape of a run: what the runtime writes
+// and the store persists. It is a package of its own so that the store, the
+// providers and the runtime can share these types without importing each
+// other.
+//
+// Invariants the runtime keeps (and tests check):
+//
+//  1. A journal entry moves not_started → started → completed, or
+//     not_started → completed (denied, refused, invalid). started → completed
+//     happens only by the tool's own result, an operator's resolution, or the
+//     re-execution of an idempotent tool.
+//  2. started is committed before the executor is called; the result is
+//     committed before the tool messages are appended to the conversation.
+//  3. A provider reply is committed before any of its calls becomes started;
+//     a committed reply is never requested again.
+//  4. Every write is one transaction conditioned on the revision that was read.
+//  5. A decision is a bool in the journal, written only by an explicit
+//     decision of the operator.
+//  6. Secrets are never part of a RunState.
+package state
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Status is where a run stands. Every status but the terminal ones can be
+// resumed.
+type Status string
+
+// The statuses of runtime.md section 1.
+const (
+	StatusRunning         Status = "running"
+	StatusWaitingApproval Status = "waiting_approval"
+	StatusUnknownOutcome  Status = "unknown_outcome"
+	StatusInterrupted     Status = "interrupted"
+	StatusFailed          Status = "failed"
+	StatusCompleted       Status = "completed"
+	StatusTimedOut        Status = "timed_out"
+	StatusBudgetExhausted Status = "budget_exhausted"
+)
+
+// Terminal reports whether a run in this status can never continue, so a
+// resume must only print its stored result.
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusCompleted, StatusTimedOut, StatusBudgetExhausted:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether s is one of the known statuses; the CLI uses it to
+// reject a misspelt --status filter instead of silently matching nothing.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusRunning, StatusWaitingApproval, StatusUnknownOutcome, StatusInterrupted,
+		StatusFailed, StatusCompleted, StatusTimedOut, StatusBudgetExhausted:
+		return true
+	}
+	return false
+}
+
+// Stage is the journal stage of one tool call (runtime.md section 2).
+type Stage string
+
+// The three journal stages.
+const (
+	StageNotStarted Stage = "not_started"
+	StageStarted    Stage = "started"
+	StageCompleted  Stage = "completed"
+)
+
+// ProviderIdentity names the model endpoint a run talks to. It is compared on
+// resume so that a run never continues against another model. It never holds
+// a key.
+type ProviderIdentity struct {
+	Kind    string `json:"kind"`               // openai, anthropic, script
+	BaseURL string `json:"base_url,omitempty"` // empty for script
+	Model   string `json:"model"`
+	// Digest identifies the content behind the provider where that matters:
+	// the sha256 of a script file for the script provider.
+	Digest string `json:"digest,omitempty"`
+}
+
+// Budgets are fixed when a run starts; zero means unlimited.
+type Budgets struct {
+	MaxTurns     int `json:"max_turns,omitempty"`
+	MaxToolCalls int `json:"max_tool_calls,omitempty"`
+	MaxTokens    int `json:"max_tokens,omitempty"`
+}
+
+// Config is everything a resume must reproduce exactly.
+type Config struct {
+	SourceFile string           `json:"source_file"`
+	SourceHash string           `json:"source_hash"`
+	Agent      string           `json:"agent"`
+	Provider   ProviderIdentity `json:"provider"`
+	Budgets    Budgets          `json:"budgets"`
+	// Deadline is start time + timeout; nil when the run has none.
+	Deadline *time.Time `json:"deadline,omitempty"`
+	WorkDir  string     `json:"work_dir"`
+}
+
+// Usage counts what a run has consumed, for budgets and for the JSON output.
+type Usage struct {
+	InputTokens      int `json:"input_tokens"`
+	OutputTokens     int `json:"output_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+	ProviderRequests int `json:"provider_requests"`
+	ToolCalls        int `json:"tool_calls"`
+}
+
+// Add accumulates another usage record into u.
+func (u *Usage) Add(o Usage) {
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.TotalTokens += o.TotalTokens
+	u.ProviderRequests += o.ProviderRequests
+	u.ToolCalls += o.ToolCalls
+}
+
+// Roles of a provider-neutral message.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one provider-neutral conversation entry; providers convert it to
+// their wire format.
+type Message struct {
+	Seq       int        `json:"seq"`
+	Role      string     `json:"role"`
+	Content   string     `json:"content,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID and Name are set on role=tool messages.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Name       string `json:"name,omitempty"`
+	// IsError marks a tool message that reports a failure (Anthropic sends
+	// it as is_error).
+	IsError bool `json:"is_error,omitempty"`
+}
+
+// ToolCall is one call requested by the model, with its arguments exactly as
+// the model sent them (they may not even be JSON).
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ProviderItem is one saved provider reply: the raw response and its usage,
+// kept so that a reply is never requested again and can be audited.
+type ProviderItem struct {
+	Seq       int             `json:"seq"`
+	Raw       json.RawMessage `json:"raw"`
+	Usage     Usage           `json:"usage"`
+	CreatedAt time.Time       `json:"created_at"`
+	// Consumed is set once the reply's tool calls were all journaled and its
+	// assistant message appended; a reply saved but not consumed is acted
+	// on at resume without asking the provider again.
+	Consumed bool `json:"consumed"`
+}
+
+// JournalEntry is the durable record of one tool call.
+type JournalEntry struct {
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+	// Seq orders entries in the order of the model's calls.
+	Seq int `json:"seq"`
+	// Turn is the provider request (1-based) whose reply asked for the call.
+	Turn int `json:"turn"`
+	// Arguments are the validated JSON arguments, or the raw text the model
+	// sent when they were not valid JSON (then Valid is false).
+	Arguments json.RawMessage `json:"arguments"`
+	RawArgs   string          `json:"raw_arguments,omitempty"`
+	Valid     bool            `json:"valid"`
+	Stage     Stage           `json:"stage"`
+	// NeedsApproval is the effective policy when the call was journaled.
+	NeedsApproval bool `json:"needs_approval"`
+	// Decision is nil while pending; only an operator writes it.
+	Decision *bool  `json:"decision,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	// Result and Success are set when Stage is completed.
+	Result  string `json:"result,omitempty"`
+	Success bool   `json:"success"`
+	// Outcome says how the entry completed: executed, denied, refused,
+	// resolved, reused.
+	Outcome     string     `json:"outcome,omitempty"`
+	Sandboxed   bool       `json:"sandboxed"`
+	Attempts    int        `json:"attempts,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	StartedAt   *time.Time `json:"started_at,omitempty"`
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
+}
+
+// Pending reports whether the entry waits for an operator's decision.
+func (e *JournalEntry) Pending() bool {
+	return e.Stage == StageNotStarted && e.NeedsApproval && e.Decision == nil
+}
+
+// RunError is the stable error object of the CLI's JSON output.
+type RunError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// RunState is a whole run as the store keeps it.
+type RunState struct {
+	ID        string    `json:"run_id"`
+	Revision  int64     `json:"revision"`
+	Status    Status    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Config    Config    `json:"config"`
+	Task      string    `json:"task"`
+
+	Messages      []Message      `json:"messages"`
+	ProviderItems []ProviderItem `json:"provider_items"`
+	Journal       []JournalEntry `json:"journal"`
+	Usage         Usage          `json:"usage"`
+
+	// Output is the final answer: a JSON string, or an object for agents
+	// that implement a protocol. Nil until completed.
+	Output json.RawMessage `json:"output,omitempty"`
+	Error  *RunError       `json:"error,omitempty"`
+}
+
+// Entry returns the journal entry of a call, or nil.
+func (r *RunState) Entry(callID string) *JournalEntry {
+	for i := range r.Journal {
+		if r.Journal[i].CallID == callID {
+			return &r.Journal[i]
+		}
+	}
+	return nil
+}
+
+// Delta is what one save changes beyond the run's header (status, usage,
+// output, error, updated_at): the store writes only these rows, so a save
+// costs what changed and not the size of the run.
+type Delta struct {
+	// Messages are appended (their Seq values are new).
+	Messages []Message
+	// ProviderItems are inserted or, by Seq, replaced.
+	ProviderItems []ProviderItem
+	// Journal entries are inserted or, by CallID, replaced.
+	Journal []JournalEntry
+}
+
+// Summary is one row of a run listing.
+type Summary struct {
+	ID        string    `json:"run_id"`
+	Status    Status    `json:"status"`
+	Agent     string    `json:"agent"`
+	File      string    `json:"file"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Revision  int64     `json:"revision"`
+}
+
+// Filter selects runs for List and Prune; zero fields match everything.
+type Filter struct {
+	Status    Status
+	Agent     string
+	OlderThan time.Duration // updated_at before now-OlderThan
+	Limit     int
+}
