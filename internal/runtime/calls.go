@@ -1,0 +1,208 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/failpoint"
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+// ErrNotExecuted is returned (wrapped) by an executor that could not start
+// the tool at all (interpreter missing, file unreadable): nothing ran, so the
+// outcome is known and is reported to the model as an error result.
+var ErrNotExecuted = errors.New("tool was not executed")
+
+// runCalls takes every open journal entry of the latest reply as far as
+// policy allows: approval-free and approved calls execute, denied ones are
+// answered, pending ones wait, started ones are unknown.
+func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step, error) {
+	var pending, unknown []*state.JournalEntry
+	for _, e := range open {
+		t := d.r.exposed[e.Tool]
+		switch {
+		case e.Stage == state.StageStarted:
+			if t == nil || !t.Idempotent || len(unknown) > 0 {
+				unknown = append(unknown, e)
+				continue
+			}
+			// An idempotent tool cut off before its result was
+			// saved runs again with the same idempotency key.
+		case e.Pending():
+			pending = append(pending, e)
+			continue
+		case e.Decision != nil && !*e.Decision:
+			if err := d.deny(ctx, e); err != nil {
+				return stepStop, err
+			}
+			continue
+		}
+		if len(unknown) > 0 {
+			// After an unknown outcome nothing more of this reply
+			// runs: the operator settles it first.
+			continue
+		}
+		if d.stopRequested() {
+			return d.finish(ctx, state.StatusInterrupted, &state.RunError{Code: CodeInterrupted, Message: "interrupted by a signal; the run can be resumed"}, state.Delta{})
+		}
+		if d.deadlinePassed() {
+			return d.timedOut(ctx, state.Delta{})
+		}
+		if b := d.st.Config.Budgets; b.MaxToolCalls > 0 && d.st.Usage.ToolCalls >= b.MaxToolCalls {
+			return d.exhausted(ctx, fmt.Sprintf("the run executed %d tool calls (--max-tool-calls %d); call %s was not executed", d.st.Usage.ToolCalls, b.MaxToolCalls, e.CallID))
+		}
+		if t == nil {
+			return stepStop, &Error{Code: CodeInternal, Message: fmt.Sprintf("call %s names tool %q, which this agent does not expose", e.CallID, e.Tool)}
+		}
+		if t.Sandbox {
+			if err := d.sandboxAvailable(); err != nil {
+				return d.finish(ctx, state.StatusFailed, &state.RunError{Code: CodeSandboxUnavailable, Message: fmt.Sprintf(
+					"tool %s declares sandbox: true, but no isolation backend works here (%v); call %s was not executed. Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and resume the run",
+					t.Name, err, e.CallID)}, state.Delta{})
+			}
+		}
+		known, err := d.execute(ctx, e, t)
+		if err != nil {
+			return stepStop, err
+		}
+		if !known {
+			unknown = append(unknown, e)
+			if d.deadlinePassed() {
+				return d.timedOut(ctx, state.Delta{})
+			}
+		}
+	}
+	if len(unknown) > 0 {
+		ids := ""
+		for i, e := range unknown {
+			if i > 0 {
+				ids += ", "
+			}
+			ids += e.CallID
+		}
+		return d.finish(ctx, state.StatusUnknownOutcome, &state.RunError{Code: CodeUnknownOutcome, Message: fmt.Sprintf(
+			"the outcome of %s is unknown: verify what happened and record it with nexa runs resolve before resuming", ids)}, state.Delta{})
+	}
+	if len(pending) > 0 {
+		return d.finish(ctx, state.StatusWaitingApproval, nil, state.Delta{})
+	}
+	return stepContinue, nil
+}
+
+func (d *driver) sandboxAvailable() error {
+	if d.r.sandboxOK == nil {
+		return errors.New("this build has no sandbox backend")
+	}
+	return d.r.sandboxOK()
+}
+
+// deny completes a call the operator refused, without executing it.
+func (d *driver) deny(ctx context.Context, e *state.JournalEntry) error {
+	now := d.r.now().UTC()
+	e.Stage = state.StageCompleted
+	e.Outcome = "denied"
+	e.Success = false
+	e.Result = "denied by the operator"
+	if e.Reason != "" {
+		e.Result += ": " + e.Reason
+	}
+	e.CompletedAt = &now
+	if err := d.save(ctx, state.Delta{Journal: []state.JournalEntry{*e}}); err != nil {
+		return err
+	}
+	d.r.observe(Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: "denied"})
+	return nil
+}
+
+// execute runs one call under the journal protocol: started is saved before
+// the executor is called, the result is saved before anything else happens.
+// It reports false when the outcome is unknown (the entry stays started).
+func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *compile.Tool) (bool, error) {
+	exec := d.r.executors[t.Body.Kind]
+	if exec == nil {
+		// Known before anything ran: answer the model.
+		return true, d.completeEntry(ctx, e, false, fmt.Sprintf("error: tool %s (%s body) cannot be executed by this build", t.Name, t.Body.Kind), "not_executed", false)
+	}
+	now := d.r.now().UTC()
+	e.Stage = state.StageStarted
+	e.StartedAt = &now
+	e.Attempts++
+	d.st.Usage.ToolCalls++
+	if d.st.Status != state.StatusRunning {
+		d.st.Status = state.StatusRunning
+		d.st.Error = nil
+	}
+	if err := d.save(ctx, state.Delta{Journal: []state.JournalEntry{*e}}); err != nil {
+		return false, err
+	}
+	failpoint.Hit("after-started")
+	d.r.observe(Event{Kind: EventToolStart, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool})
+
+	timeout := time.Duration(t.Timeout) * time.Second
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	if dl := d.st.Config.Deadline; dl != nil {
+		if left := dl.Sub(d.r.now()); left < timeout {
+			timeout = left
+		}
+	}
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	inv := Invocation{
+		RunID:     d.st.ID,
+		CallID:    e.CallID,
+		Tool:      t,
+		Arguments: e.Arguments,
+		WorkDir:   d.st.Config.WorkDir,
+		Secrets:   d.r.secrets,
+		Timeout:   timeout,
+	}
+	if d.log != nil {
+		inv.Log = d.log
+	}
+	began := d.r.now()
+	out, err := exec.Execute(tctx, inv)
+	elapsed := d.r.now().Sub(began)
+	failpoint.Hit("before-result-saved")
+	switch {
+	case err == nil:
+		if err := d.completeEntry(ctx, e, out.Success, out.Output, "executed", out.Sandboxed); err != nil {
+			return false, err
+		}
+		failpoint.Hit("after-result-saved")
+		outcome := "ok"
+		if !out.Success {
+			outcome = "error"
+		}
+		d.r.observe(Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: outcome, Duration: elapsed})
+		return true, nil
+	case errors.Is(err, ErrNotExecuted):
+		if err := d.completeEntry(ctx, e, false, fmt.Sprintf("error: tool %s could not be started: %v", t.Name, err), "not_executed", false); err != nil {
+			return false, err
+		}
+		d.r.observe(Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: "error", Duration: elapsed, Err: err})
+		return true, nil
+	default:
+		// ErrUnknownOutcome, or an executor failure we cannot
+		// interpret: either way nobody knows whether the effect
+		// happened, so the entry stays started.
+		d.r.observe(Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: "unknown", Duration: elapsed, Err: err})
+		return false, nil
+	}
+}
+
+// completeEntry records a known result of a call.
+func (d *driver) completeEntry(ctx context.Context, e *state.JournalEntry, success bool, output, outcome string, sandboxed bool) error {
+	now := d.r.now().UTC()
+	e.Stage = state.StageCompleted
+	e.Success = success
+	e.Result = output
+	e.Outcome = outcome
+	e.Sandboxed = sandboxed
+	e.CompletedAt = &now
+	return d.save(ctx, state.Delta{Journal: []state.JournalEntry{*e}})
+}

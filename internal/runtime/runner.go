@@ -1,0 +1,576 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/failpoint"
+	"github.com/nexa-run/nexa/internal/runtime/provider"
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+// Runner drives one agent of one compiled program. It holds no run state of
+// its own: everything it knows about a run is in the store, so any process
+// can continue any run.
+type Runner struct {
+	prog      *compile.Program
+	agent     *compile.Agent
+	store     state.Store
+	provider  provider.Provider
+	executors map[compile.BodyKind]Executor
+	secrets   map[string]string
+	observe   func(Event)
+	now       func() time.Time
+	toolLog   func(runID string) ToolLog
+	sandboxOK func() error
+	stop      <-chan struct{}
+	exposed   map[string]*compile.Tool
+	schemas   *schemaSet
+}
+
+// ToolLog receives what tools print during a run; Close is called when the
+// run stops.
+type ToolLog interface {
+	Write(p []byte) (int, error)
+	Close() error
+}
+
+// Config assembles a Runner. Program, Agent, Store and Provider are required.
+type Config struct {
+	Program   *compile.Program
+	Agent     *compile.Agent
+	Store     state.Store
+	Provider  provider.Provider
+	Executors map[compile.BodyKind]Executor
+	// Secrets are handed to tools that read them (Python's nexa_secrets).
+	Secrets map[string]string
+	// Observe receives progress events for display; may be nil.
+	Observe func(Event)
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// ToolLog opens the log tools of a run print to; discarded when nil.
+	ToolLog func(runID string) ToolLog
+	// SandboxAvailable reports whether a working isolation backend
+	// exists; nil means none does, so sandboxed tools are refused.
+	SandboxAvailable func() error
+	// Stop, when closed, asks the run to stop at the next safe point
+	// (after a running tool finishes) with status interrupted.
+	Stop <-chan struct{}
+}
+
+// NewRunner checks the configuration and prepares schema validators for the
+// exposed tools.
+func NewRunner(cfg Config) (*Runner, error) {
+	if cfg.Program == nil || cfg.Agent == nil || cfg.Store == nil || cfg.Provider == nil {
+		return nil, errors.New("runtime: program, agent, store and provider are required")
+	}
+	r := &Runner{
+		prog:      cfg.Program,
+		agent:     cfg.Agent,
+		store:     cfg.Store,
+		provider:  cfg.Provider,
+		executors: cfg.Executors,
+		secrets:   cfg.Secrets,
+		observe:   cfg.Observe,
+		now:       cfg.Now,
+		toolLog:   cfg.ToolLog,
+		sandboxOK: cfg.SandboxAvailable,
+		stop:      cfg.Stop,
+		exposed:   map[string]*compile.Tool{},
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.observe == nil {
+		r.observe = func(Event) {}
+	}
+	for _, name := range cfg.Agent.Tools {
+		if t := cfg.Program.Tool(name); t != nil {
+			r.exposed[name] = t
+		}
+	}
+	var err error
+	if r.schemas, err = newSchemaSet(r.exposed, r.outputSchema()); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// outputSchema is the JSON Schema the final answer must satisfy, or nil.
+func (r *Runner) outputSchema() json.RawMessage {
+	if r.agent.Implements == "" {
+		return nil
+	}
+	if p := r.prog.Protocol(r.agent.Implements); p != nil {
+		return p.Schema
+	}
+	return nil
+}
+
+// NewRun describes a run to start.
+type NewRun struct {
+	Task     string
+	File     string
+	WorkDir  string
+	Budgets  state.Budgets
+	Deadline *time.Time
+}
+
+// Start creates a run in the store and drives it until it completes, stops
+// for a decision, or fails. The returned state is what was last saved.
+func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) {
+	now := r.now().UTC()
+	st := &state.RunState{
+		ID:        NewRunID(now),
+		Status:    state.StatusRunning,
+		CreatedAt: now,
+		UpdatedAt: now,
+		Config: state.Config{
+			SourceFile: nr.File,
+			SourceHash: r.prog.Hash,
+			Agent:      r.agent.Name,
+			Provider:   r.provider.Identity(),
+			Budgets:    nr.Budgets,
+			Deadline:   nr.Deadline,
+			WorkDir:    nr.WorkDir,
+		},
+		Task: nr.Task,
+	}
+	if sp := r.agent.SystemPrompt(); sp != "" {
+		st.Messages = append(st.Messages, state.Message{Seq: 0, Role: state.RoleSystem, Content: sp})
+	}
+	st.Messages = append(st.Messages, state.Message{Seq: len(st.Messages), Role: state.RoleUser, Content: nr.Task})
+	if err := r.store.Create(ctx, st); err != nil {
+		return nil, &Error{Code: CodeStoreError, Message: fmt.Sprintf("create run: %v", err), Err: err}
+	}
+	r.observe(Event{Kind: EventRunStarted, RunID: st.ID})
+	return r.drive(ctx, st)
+}
+
+// Continue drives a loaded run that passed CheckResume (and had decisions
+// recorded) from where its journal says it is.
+func (r *Runner) Continue(ctx context.Context, st *state.RunState) (*state.RunState, error) {
+	r.observe(Event{Kind: EventRunResumed, RunID: st.ID})
+	return r.drive(ctx, st)
+}
+
+// step is what one pass of the loop decided.
+type step int
+
+const (
+	stepContinue step = iota
+	stepStop
+)
+
+// drive is the agent loop of runtime.md section 1. Every transition is saved
+// before it is acted on; any error of the store ends the drive.
+func (r *Runner) drive(ctx context.Context, st *state.RunState) (*state.RunState, error) {
+	var log ToolLog
+	if r.toolLog != nil {
+		log = r.toolLog(st.ID)
+		if log != nil {
+			defer log.Close()
+		}
+	}
+	d := &driver{r: r, st: st, log: log, loaded: st.Status}
+	for {
+		s, err := d.next(ctx)
+		if err != nil {
+			return st, err
+		}
+		if s == stepStop {
+			return st, nil
+		}
+	}
+}
+
+// driver carries one drive of one run.
+type driver struct {
+	r      *Runner
+	st     *state.RunState
+	log    ToolLog
+	loaded state.Status
+	// corrections counts answers rejected against the protocol schema in
+	// this process (bounded by the agent's retry setting).
+	corrections int
+}
+
+func (d *driver) save(ctx context.Context, delta state.Delta) error {
+	d.st.UpdatedAt = d.r.now().UTC()
+	if err := d.r.store.Save(ctx, d.st, delta); err != nil {
+		var ce *state.ConflictError
+		if errors.As(err, &ce) {
+			return &Error{Code: CodeCheckpointConflict, Message: fmt.Sprintf(
+				"run %s was changed by another executor (this one read revision %d, the store has %d); nothing was written",
+				ce.RunID, ce.Expected, ce.Actual), Err: err}
+		}
+		return &Error{Code: CodeStoreError, Message: fmt.Sprintf("save run %s: %v", d.st.ID, err), Err: err}
+	}
+	return nil
+}
+
+// finish saves a final status for this drive and stops.
+func (d *driver) finish(ctx context.Context, status state.Status, rerr *state.RunError, delta state.Delta) (step, error) {
+	d.st.Status = status
+	d.st.Error = rerr
+	if err := d.save(ctx, delta); err != nil {
+		return stepStop, err
+	}
+	d.r.observe(Event{Kind: EventRunStopped, RunID: d.st.ID, Status: status})
+	return stepStop, nil
+}
+
+func (d *driver) deadlinePassed() bool {
+	dl := d.st.Config.Deadline
+	return dl != nil && !d.r.now().Before(*dl)
+}
+
+func (d *driver) stopRequested() bool {
+	if d.r.stop == nil {
+		return false
+	}
+	select {
+	case <-d.r.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (d *driver) timedOut(ctx context.Context, delta state.Delta) (step, error) {
+	return d.finish(ctx, state.StatusTimedOut, &state.RunError{
+		Code:    CodeDeadlineExceeded,
+		Message: fmt.Sprintf("the run's deadline %s has passed", d.st.Config.Deadline.UTC().Format(time.RFC3339)),
+	}, delta)
+}
+
+// next performs one step of the loop.
+func (d *driver) next(ctx context.Context) (step, error) {
+	st := d.st
+	if d.deadlinePassed() {
+		return d.timedOut(ctx, state.Delta{})
+	}
+	// Calls of the latest reply that are not completed come first.
+	if open := d.openEntries(); len(open) > 0 {
+		return d.runCalls(ctx, open)
+	}
+	last := st.Messages[len(st.Messages)-1]
+	if last.Role == state.RoleAssistant && len(last.ToolCalls) > 0 {
+		return d.appendToolMessages(ctx)
+	}
+	if last.Role == state.RoleAssistant {
+		// A final answer saved by an earlier process that stopped
+		// before marking the run completed.
+		return d.complete(ctx, last, state.Delta{})
+	}
+	if d.stopRequested() {
+		return d.finish(ctx, state.StatusInterrupted, &state.RunError{Code: CodeInterrupted, Message: "interrupted by a signal; the run can be resumed"}, state.Delta{})
+	}
+	return d.request(ctx)
+}
+
+// openEntries are the journal entries of the latest reply not yet completed.
+func (d *driver) openEntries() []*state.JournalEntry {
+	var open []*state.JournalEntry
+	for i := range d.st.Journal {
+		if d.st.Journal[i].Stage != state.StageCompleted {
+			open = append(open, &d.st.Journal[i])
+		}
+	}
+	sort.Slice(open, func(i, j int) bool { return open[i].Seq < open[j].Seq })
+	return open
+}
+
+// request asks the provider for the next reply and saves it, with its calls
+// journaled, in one write before anything is acted on.
+func (d *driver) request(ctx context.Context) (step, error) {
+	st := d.st
+	b := st.Config.Budgets
+	if b.MaxTurns > 0 && st.Usage.ProviderRequests >= b.MaxTurns {
+		return d.exhausted(ctx, fmt.Sprintf("the run made %d provider requests (--max-turns %d)", st.Usage.ProviderRequests, b.MaxTurns))
+	}
+	if b.MaxTokens > 0 && st.Usage.TotalTokens >= b.MaxTokens {
+		return d.exhausted(ctx, fmt.Sprintf("the run used %d tokens (--max-tokens %d)", st.Usage.TotalTokens, b.MaxTokens))
+	}
+	if st.Status != state.StatusRunning {
+		// Mark the run as being driven, so a crash from here on leaves
+		// a resumable running run.
+		st.Status = state.StatusRunning
+		st.Error = nil
+		if err := d.save(ctx, state.Delta{}); err != nil {
+			return stepStop, err
+		}
+	}
+	req := d.buildRequest()
+	pctx, cancel := d.providerContext(ctx)
+	defer cancel()
+	turn := st.Usage.ProviderRequests + 1
+	d.r.observe(Event{Kind: EventProviderStart, RunID: st.ID, Turn: turn})
+	began := d.r.now()
+	reply, err := d.r.provider.Complete(pctx, req, func(ev provider.Event) {
+		d.r.observe(Event{Kind: EventProviderDelta, RunID: st.ID, Turn: turn, Text: ev.TextDelta})
+	})
+	elapsed := d.r.now().Sub(began)
+	if err != nil {
+		d.r.observe(Event{Kind: EventProviderDone, RunID: st.ID, Turn: turn, Duration: elapsed, Err: err})
+		if d.deadlinePassed() || errors.Is(pctx.Err(), context.DeadlineExceeded) && d.st.Config.Deadline != nil && d.deadlinePassed() {
+			return d.timedOut(ctx, state.Delta{})
+		}
+		if d.stopRequested() {
+			return d.finish(ctx, state.StatusInterrupted, &state.RunError{Code: CodeInterrupted, Message: "interrupted by a signal while waiting for the provider; the run can be resumed"}, state.Delta{})
+		}
+		return d.finish(ctx, state.StatusFailed, &state.RunError{Code: CodeProviderError, Message: err.Error()}, state.Delta{})
+	}
+	d.r.observe(Event{Kind: EventProviderDone, RunID: st.ID, Turn: turn, Duration: elapsed, Calls: len(reply.Message.ToolCalls)})
+
+	usage := reply.Usage
+	usage.ProviderRequests = 1
+	st.Usage.Add(usage)
+	item := state.ProviderItem{Seq: len(st.ProviderItems), Raw: reply.Raw, Usage: usage, CreatedAt: d.r.now().UTC(), Consumed: true}
+	if len(item.Raw) == 0 || !json.Valid(item.Raw) {
+		item.Raw = json.RawMessage("null")
+	}
+	st.ProviderItems = append(st.ProviderItems, item)
+	msg := reply.Message
+	msg.Role = state.RoleAssistant
+	msg.Seq = len(st.Messages)
+	delta := state.Delta{ProviderItems: []state.ProviderItem{item}}
+	if len(msg.ToolCalls) == 0 {
+		if fix := d.checkAnswer(msg.Content); fix != "" {
+			return d.correct(ctx, msg, fix, delta)
+		}
+		st.Messages = append(st.Messages, msg)
+		delta.Messages = []state.Message{msg}
+		return d.complete(ctx, msg, delta)
+	}
+	d.assignCallIDs(&msg, turn)
+	st.Messages = append(st.Messages, msg)
+	delta.Messages = []state.Message{msg}
+	delta.Journal = d.journalCalls(msg, turn)
+	if err := d.save(ctx, delta); err != nil {
+		return stepStop, err
+	}
+	failpoint.Hit("after-reply-saved")
+	return stepContinue, nil
+}
+
+func (d *driver) exhausted(ctx context.Context, why string) (step, error) {
+	return d.finish(ctx, state.StatusBudgetExhausted, &state.RunError{Code: CodeBudgetExhausted, Message: "budget exhausted: " + why}, state.Delta{})
+}
+
+// providerContext bounds a provider request by the deadline and by a stop
+// request (a provider request has no side effects, so cutting it is safe).
+func (d *driver) providerContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	var cancel context.CancelFunc
+	if dl := d.st.Config.Deadline; dl != nil {
+		ctx, cancel = context.WithDeadline(ctx, *dl)
+	} else {
+		ctx, cancel = context.WithCancel(ctx)
+	}
+	if d.r.stop != nil {
+		stop := d.r.stop
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
+}
+
+// buildRequest turns the conversation into a provider request, applying the
+// agent's tool settings.
+func (d *driver) buildRequest() provider.Request {
+	a := d.r.agent
+	req := provider.Request{
+		Model:       d.st.Config.Provider.Model,
+		Messages:    d.st.Messages,
+		Temperature: a.Temperature,
+		MaxTokens:   a.MaxTokens,
+		JSONOutput:  a.OutputFormat == "json" || a.Implements != "",
+		Stream:      a.Stream == nil || *a.Stream,
+	}
+	rounds := 0
+	for _, m := range d.st.Messages {
+		if m.Role == state.RoleAssistant && len(m.ToolCalls) > 0 {
+			rounds++
+		}
+	}
+	offerTools := len(d.r.exposed) > 0 && a.ToolCallStrategy != "none"
+	if a.MaxToolCalls > 0 && rounds >= a.MaxToolCalls {
+		// The agent's tool rounds are used up: ask for an answer.
+		offerTools = false
+	}
+	if offerTools {
+		names := make([]string, 0, len(d.r.exposed))
+		for n := range d.r.exposed {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			t := d.r.exposed[n]
+			req.Tools = append(req.Tools, provider.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		}
+		req.ToolChoice = "auto"
+		if a.ToolCallStrategy == "required" && rounds == 0 {
+			req.ToolChoice = "required"
+		}
+	}
+	return req
+}
+
+// assignCallIDs makes every call id of a reply non-empty and unique within
+// the run: the journal is keyed by call id, and some servers repeat ids.
+func (d *driver) assignCallIDs(msg *state.Message, turn int) {
+	seen := map[string]bool{}
+	for _, e := range d.st.Journal {
+		seen[e.CallID] = true
+	}
+	for i := range msg.ToolCalls {
+		id := msg.ToolCalls[i].ID
+		if id == "" || seen[id] || !safeID(id) {
+			id = fmt.Sprintf("call_%d_%d", turn, i+1)
+			for n := 2; seen[id]; n++ {
+				id = fmt.Sprintf("call_%d_%d_%d", turn, i+1, n)
+			}
+			msg.ToolCalls[i].ID = id
+		}
+		seen[id] = true
+	}
+}
+
+// safeID accepts call ids an operator can type in a shell unquoted.
+func safeID(id string) bool {
+	if len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// journalCalls records every call of a reply. Calls that may never execute
+// (unexposed tool, invalid arguments) are completed at once with the reason,
+// so the model learns what was wrong.
+func (d *driver) journalCalls(msg state.Message, turn int) []state.JournalEntry {
+	now := d.r.now().UTC()
+	var out []state.JournalEntry
+	for _, c := range msg.ToolCalls {
+		e := state.JournalEntry{
+			CallID:    c.ID,
+			Tool:      c.Name,
+			Seq:       len(d.st.Journal),
+			Turn:      turn,
+			Stage:     state.StageNotStarted,
+			CreatedAt: now,
+		}
+		args, reason := d.r.checkCall(c)
+		if reason != "" {
+			e.Arguments = rawOrString(c.Arguments)
+			e.RawArgs = c.Arguments
+			e.Stage = state.StageCompleted
+			e.Outcome = "refused"
+			e.Result = reason
+			e.Success = false
+			e.CompletedAt = &now
+		} else {
+			e.Arguments = args
+			e.Valid = true
+			e.NeedsApproval = d.r.exposed[c.Name].NeedsApproval()
+		}
+		d.st.Journal = append(d.st.Journal, e)
+		out = append(out, e)
+	}
+	return out
+}
+
+// rawOrString keeps arguments that are JSON as they are and wraps anything
+// else as a JSON string, so the journal always holds valid JSON.
+func rawOrString(s string) json.RawMessage {
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// checkCall applies runtime.md section 3: exposure, then the arguments
+// against the tool's schema. It returns the normalised arguments or the
+// reason for refusal.
+func (r *Runner) checkCall(c state.ToolCall) (json.RawMessage, string) {
+	t, ok := r.exposed[c.Name]
+	if !ok {
+		names := make([]string, 0, len(r.exposed))
+		for n := range r.exposed {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		if len(names) == 0 {
+			return nil, fmt.Sprintf("error: tool %q is not available to this agent; it has no tools", c.Name)
+		}
+		return nil, fmt.Sprintf("error: tool %q is not available to this agent; available tools: %s", c.Name, strings.Join(names, ", "))
+	}
+	raw := strings.TrimSpace(c.Arguments)
+	if raw == "" {
+		raw = "{}"
+	}
+	var v any
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return nil, fmt.Sprintf("error: the arguments of %s are not valid JSON; send a JSON object matching the tool's schema", t.Name)
+	}
+	if _, isObj := v.(map[string]any); !isObj {
+		return nil, fmt.Sprintf("error: the arguments of %s must be a JSON object", t.Name)
+	}
+	if err := r.schemas.validateArgs(t.Name, v); err != nil {
+		return nil, fmt.Sprintf("error: invalid arguments for %s: %s", t.Name, err)
+	}
+	norm, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Sprintf("error: the arguments of %s could not be encoded: %v", t.Name, err)
+	}
+	return norm, ""
+}
+
+// complete ends the run with the final answer.
+func (d *driver) complete(ctx context.Context, msg state.Message, delta state.Delta) (step, error) {
+	out, err := d.finalOutput(msg.Content)
+	if err != nil {
+		return d.finish(ctx, state.StatusFailed, &state.RunError{Code: CodeOutputInvalid, Message: err.Error()}, delta)
+	}
+	d.st.Output = out
+	return d.finish(ctx, state.StatusCompleted, nil, delta)
+}
+
+// appendToolMessages appends one tool message per call of the latest reply,
+// in the order of the calls, once all of them have saved results.
+func (d *driver) appendToolMessages(ctx context.Context) (step, error) {
+	last := d.st.Messages[len(d.st.Messages)-1]
+	var delta state.Delta
+	for _, c := range last.ToolCalls {
+		e := d.st.Entry(c.ID)
+		if e == nil || e.Stage != state.StageCompleted {
+			return stepStop, &Error{Code: CodeInternal, Message: fmt.Sprintf("run %s: call %s has no saved result", d.st.ID, c.ID)}
+		}
+		m := state.Message{Seq: len(d.st.Messages), Role: state.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: e.Result, IsError: !e.Success}
+		d.st.Messages = append(d.st.Messages, m)
+		delta.Messages = append(delta.Messages, m)
+	}
+	if err := d.save(ctx, delta); err != nil {
+		return stepStop, err
+	}
+	failpoint.Hit("after-tool-messages")
+	return stepContinue, nil
+}
