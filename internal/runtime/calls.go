@@ -180,7 +180,7 @@ func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *compile.
 		}
 		d.r.observe(Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: outcome, Duration: elapsed})
 		return true, nil
-	case errors.Is(err, ErrNotExecuted):
+	case notExecuted(err):
 		if err := d.completeEntry(ctx, e, false, fmt.Sprintf("error: tool %s could not be started: %v", t.Name, err), "not_executed", false); err != nil {
 			return false, err
 		}
@@ -205,4 +205,15 @@ func (d *driver) completeEntry(ctx context.Context, e *state.JournalEntry, succe
 	e.Sandboxed = sandboxed
 	e.CompletedAt = &now
 	return d.save(ctx, state.Delta{Journal: []state.JournalEntry{*e}})
+}
+
+// notExecuted reports whether an executor said that nothing ran: our own
+// sentinel, or an error with a NotStarted method (executors that the runtime
+// cannot import, such as the Python one, use that).
+func notExecuted(err error) bool {
+	if errors.Is(err, ErrNotExecuted) {
+		return true
+	}
+	var ns interface{ NotStarted() bool }
+	return errors.As(err, &ns) && ns.NotStarted()
 }

@@ -30,6 +30,7 @@ type Runner struct {
 	toolLog   func(runID string) ToolLog
 	sandboxOK func() error
 	stop      <-chan struct{}
+	noStream  bool
 	exposed   map[string]*compile.Tool
 	schemas   *schemaSet
 }
@@ -62,6 +63,9 @@ type Config struct {
 	// Stop, when closed, asks the run to stop at the next safe point
 	// (after a running tool finishes) with status interrupted.
 	Stop <-chan struct{}
+	// NoStream asks the provider for whole replies (--no-stream),
+	// whatever the agent's stream setting says.
+	NoStream bool
 }
 
 // NewRunner checks the configuration and prepares schema validators for the
@@ -82,6 +86,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		toolLog:   cfg.ToolLog,
 		sandboxOK: cfg.SandboxAvailable,
 		stop:      cfg.Stop,
+		noStream:  cfg.NoStream,
 		exposed:   map[string]*compile.Tool{},
 	}
 	if r.now == nil {
@@ -396,7 +401,7 @@ func (d *driver) buildRequest() provider.Request {
 		Temperature: a.Temperature,
 		MaxTokens:   a.MaxTokens,
 		JSONOutput:  a.OutputFormat == "json" || a.Implements != "",
-		Stream:      a.Stream == nil || *a.Stream,
+		Stream:      !d.r.noStream && (a.Stream == nil || *a.Stream),
 	}
 	rounds := 0
 	for _, m := range d.st.Messages {

@@ -154,13 +154,17 @@ func testProgram() *compile.Program {
 	}
 }
 
-func call(id, name, args string) state.ToolCall { return state.ToolCall{ID: id, Name: name, Arguments: args} }
+func call(id, name, args string) state.ToolCall {
+	return state.ToolCall{ID: id, Name: name, Arguments: args}
+}
 
 func assistant(calls ...state.ToolCall) state.Message {
 	return state.Message{Role: state.RoleAssistant, ToolCalls: calls}
 }
 
-func answer(text string) state.Message { return state.Message{Role: state.RoleAssistant, Content: text} }
+func answer(text string) state.Message {
+	return state.Message{Role: state.RoleAssistant, Content: text}
+}
 
 type harness struct {
 	t     *testing.T
@@ -429,7 +433,7 @@ func TestDecisionRefusalsWriteNothing(t *testing.T) {
 	st := h.start(NewRun{})
 	for _, ds := range [][]Decision{
 		{{CallID: "nope", Approve: true}},
-		{{CallID: "c2", Approve: true}},                                   // not pending: no approval needed
+		{{CallID: "c2", Approve: true}},                                  // not pending: no approval needed
 		{{CallID: "c1", Approve: true}, {CallID: "nope", Approve: true}}, // one bad decision refuses all
 		{{CallID: "c1", Approve: true}, {CallID: "c1", Approve: false}},
 	} {

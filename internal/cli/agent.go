@@ -1,0 +1,374 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+func init() { register(newAgentCmd) }
+
+type agentFlags struct {
+	timeout      string
+	resume       string
+	approve      []string
+	deny         []string
+	reason       string
+	store        string
+	provider     string
+	model        string
+	baseURL      string
+	noStream     bool
+	maxTurns     int
+	maxToolCalls int
+	maxTokens    int
+	output       string
+	quiet        bool
+}
+
+func newAgentCmd(e *env) *cobra.Command {
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:   "agent FILE AGENT \"TASK\" | agent FILE AGENT --resume RUN_ID [--approve CALL_ID]... [--deny CALL_ID]...",
+		Short: "Start or resume a durable run of an agent",
+		Long: `Start a run of AGENT from FILE with TASK, or continue a run with --resume.
+
+A run is saved after every step in the store (.nexa/runs.sqlite3 by default).
+Tool calls that need approval stop the run with status waiting_approval (exit
+3); continue it with --resume RUN_ID and one --approve or --deny per call.
+Standard output carries exactly one JSON object describing the run; progress
+goes to standard error.
+
+Exit codes: 0 completed, 1 failed, 2 usage or input error (nothing written),
+3 waiting_approval, 4 unknown_outcome, 5 timed_out, 6 budget_exhausted,
+7 checkpoint conflict, 130 interrupted.`,
+		Example: `  nexa agent review.nx Reviewer "Review the supplied change" --timeout 900
+  nexa agent review.nx Reviewer --resume run_01J… --approve call_1
+  nexa agent review.nx Reviewer --resume run_01J… --deny call_1 --reason "wrong file"`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) < 2 || len(args) > 3 {
+				return fmt.Errorf("nexa agent needs FILE AGENT and a task (or --resume RUN_ID); got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			return runAgent(e, c, &f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.timeout, "timeout", "", "deadline of the run: seconds or a duration like 15m (default: the agent's timeout)")
+	fl.StringVar(&f.resume, "resume", "", "continue the run `RUN_ID` instead of starting one")
+	fl.StringArrayVar(&f.approve, "approve", nil, "approve the pending call `CALL_ID` (repeatable; needs --resume)")
+	fl.StringArrayVar(&f.deny, "deny", nil, "deny the pending call `CALL_ID` (repeatable; needs --resume)")
+	fl.StringVar(&f.reason, "reason", "", "reason sent to the model with a denial")
+	fl.StringVar(&f.store, "store", "", "run store `PATH` (default .nexa/runs.sqlite3, or NEXA_STORE)")
+	fl.StringVar(&f.provider, "provider", "", "model provider: openai, anthropic or script:PATH (or NEXA_PROVIDER)")
+	fl.StringVar(&f.model, "model", "", "model name, optionally prefix/name (default: the agent's model, or NEXA_MODEL)")
+	fl.StringVar(&f.baseURL, "base-url", "", "endpoint of an OpenAI-compatible server (or NEXA_BASE_URL)")
+	fl.BoolVar(&f.noStream, "no-stream", false, "ask the provider for whole replies instead of a stream")
+	fl.IntVar(&f.maxTurns, "max-turns", 0, "budget: most provider requests in the run (0: unlimited)")
+	fl.IntVar(&f.maxToolCalls, "max-tool-calls", 0, "budget: most tool executions in the run (0: unlimited)")
+	fl.IntVar(&f.maxTokens, "max-tokens", 0, "budget: most total tokens in the run (0: unlimited)")
+	fl.StringVar(&f.output, "output", "json", "what stdout carries: json or text")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress on stderr")
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return agentUsageError(e, &f, fmt.Sprintf("%v (see 'nexa agent --help')", err))
+	})
+	return cmd
+}
+
+// agentUsageError prints the error object (run_id null) and exits 2.
+func agentUsageError(e *env, f *agentFlags, msg string) error {
+	return agentFailure(e, f, ExitUsage, runtime.CodeUsage, msg)
+}
+
+func agentFailure(e *env, f *agentFlags, code int, errCode, msg string) error {
+	if f.output != "text" {
+		writeJSON(e.stdout, errorResult(errCode, msg))
+	}
+	fmt.Fprintf(e.stderr, "nexa: %s\n", msg)
+	return exitWith(code)
+}
+
+func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
+	if f.output != "json" && f.output != "text" {
+		f.output = "json"
+		return agentUsageError(e, f, fmt.Sprintf("--output must be json or text, not %q", c.Flag("output").Value.String()))
+	}
+	file, agentName := args[0], args[1]
+	hasTask := len(args) == 3
+	if (len(f.approve) > 0 || len(f.deny) > 0) && f.resume == "" {
+		return agentUsageError(e, f, "--approve and --deny record decisions on an existing run: add --resume RUN_ID")
+	}
+	if f.reason != "" && len(f.deny) == 0 && len(f.approve) == 0 {
+		return agentUsageError(e, f, "--reason travels with a decision: add --deny CALL_ID (or --approve CALL_ID)")
+	}
+	if f.resume != "" && hasTask {
+		return agentFailure(e, f, ExitUsage, runtime.CodeTaskWithResume, fmt.Sprintf("--resume continues run %s with its own task; a new task needs a new run (drop --resume or the task text)", f.resume))
+	}
+	if f.resume == "" && !hasTask {
+		return agentUsageError(e, f, "give the task as the third argument, e.g. nexa agent "+file+" "+agentName+" \"Review the supplied change\"")
+	}
+	if hasTask && strings.TrimSpace(args[2]) == "" {
+		return agentUsageError(e, f, "the task text is empty")
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"--max-turns", f.maxTurns}, {"--max-tool-calls", f.maxToolCalls}, {"--max-tokens", f.maxTokens}} {
+		if n.v < 0 {
+			return agentUsageError(e, f, n.name+" must be zero (unlimited) or positive")
+		}
+	}
+	var timeout time.Duration
+	if f.timeout != "" {
+		d, err := parseTimeout(f.timeout)
+		if err != nil {
+			return agentUsageError(e, f, err.Error())
+		}
+		timeout = d
+	}
+
+	prog, ok := compileForRun(e, file)
+	if !ok {
+		return agentFailure(e, f, ExitUsage, runtime.CodeCompile, fmt.Sprintf("%s does not compile; see the diagnostics above or run nexa validate %s", file, file))
+	}
+	agent := prog.Agent(agentName)
+	if agent == nil {
+		names := make([]string, len(prog.Agents))
+		for i, a := range prog.Agents {
+			names[i] = a.Name
+		}
+		msg := fmt.Sprintf("%s declares no agent %q", file, agentName)
+		if s := closest(agentName, names); s != "" {
+			msg += fmt.Sprintf("; did you mean %s?", s)
+		} else if len(names) > 0 {
+			msg += "; agents: " + strings.Join(names, ", ")
+		}
+		return agentUsageError(e, f, msg)
+	}
+
+	wd, err := os.Getwd()
+	if err != nil {
+		return agentFailure(e, f, ExitFailed, runtime.CodeInternal, fmt.Sprintf("working directory: %v", err))
+	}
+	sec, err := loadSecrets(e, prog)
+	if err != nil {
+		return agentUsageError(e, f, err.Error())
+	}
+	prov, err := resolveProvider(e, f, prog, agent, sec)
+	if err != nil {
+		return agentUsageError(e, f, sec.redact(err.Error()))
+	}
+	st, err := openStore(e, f.store, wd)
+	if err != nil {
+		return agentFailure(e, f, ExitFailed, runtime.CodeStoreError, err.Error())
+	}
+	defer st.Close()
+
+	stop := make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; !ok {
+			return
+		}
+		fmt.Fprintln(e.stderr, "nexa: stopping after the current step (signal again to stop at once)")
+		close(stop)
+		if _, ok := <-sigs; ok {
+			os.Exit(ExitInterrupted)
+		}
+	}()
+
+	prog2 := progress(e, f.quiet)
+	defer prog2.close()
+	runner, err := runtime.NewRunner(runtime.Config{
+		Program:          prog,
+		Agent:            agent,
+		Store:            st,
+		Provider:         prov.provider,
+		Executors:        executors(e),
+		Secrets:          sec.env,
+		Observe:          prog2.observe,
+		ToolLog:          toolLogOpener(st.Path()),
+		SandboxAvailable: sandboxAvailable,
+		Stop:             stop,
+		NoStream:         f.noStream,
+	})
+	if err != nil {
+		return agentFailure(e, f, ExitFailed, runtime.CodeInternal, err.Error())
+	}
+	ctx := context.Background()
+
+	var run *state.RunState
+	if f.resume == "" {
+		var deadline *time.Time
+		if timeout == 0 && agent.Timeout > 0 {
+			timeout = time.Duration(agent.Timeout) * time.Second
+		}
+		if timeout > 0 {
+			dl := time.Now().UTC().Add(timeout).Truncate(time.Second)
+			deadline = &dl
+		}
+		run, err = runner.Start(ctx, runtime.NewRun{
+			Task: args[2], File: file, WorkDir: wd, Deadline: deadline,
+			Budgets: state.Budgets{MaxTurns: f.maxTurns, MaxToolCalls: f.maxToolCalls, MaxTokens: f.maxTokens},
+		})
+	} else {
+		run, err = resumeRun(ctx, e, c, f, st, runner, prog, agentName, prov.identity, wd, timeout)
+	}
+	prog2.close()
+	return finishAgent(e, f, run, prog, file, err, sec)
+}
+
+// resumeRun applies the checks of runtime.md section 5, records decisions
+// and continues the run.
+func resumeRun(ctx context.Context, e *env, c *cobra.Command, f *agentFlags, st storeHandle, runner *runtime.Runner,
+	prog *compile.Program, agentName string, ident state.ProviderIdentity, wd string, timeout time.Duration) (*state.RunState, error) {
+	run, err := st.Load(ctx, f.resume)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, &runtime.Error{Code: runtime.CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store %s", f.resume, st.Path())}
+	}
+	if err != nil {
+		return nil, &runtime.Error{Code: runtime.CodeStoreError, Message: fmt.Sprintf("load run %s: %v", f.resume, err), Err: err}
+	}
+	req := runtime.ResumeRequest{SourceHash: prog.Hash, Agent: agentName, Provider: ident, WorkDir: wd}
+	if c.Flags().Changed("max-turns") {
+		req.Budgets.MaxTurns = &f.maxTurns
+	}
+	if c.Flags().Changed("max-tool-calls") {
+		req.Budgets.MaxToolCalls = &f.maxToolCalls
+	}
+	if c.Flags().Changed("max-tokens") {
+		req.Budgets.MaxTokens = &f.maxTokens
+	}
+	if err := runtime.CheckResume(run, req); err != nil {
+		return run, err
+	}
+	if timeout > 0 {
+		return run, &runtime.Error{Code: runtime.CodeUsage, Refusal: true, Message: "--timeout is fixed when a run starts; a resume keeps the run's deadline (omit --timeout)"}
+	}
+	if run.Status.Terminal() {
+		if len(f.approve) > 0 || len(f.deny) > 0 {
+			return run, &runtime.Error{Code: runtime.CodeNotWaiting, Refusal: true, Message: fmt.Sprintf("run %s is %s; there is nothing to decide", run.ID, run.Status)}
+		}
+		return run, nil
+	}
+	if runtime.ExpireDeadline(run, time.Now()) {
+		if err := st.Save(ctx, run, state.Delta{}); err != nil {
+			return run, conflictOr(err)
+		}
+		return run, nil
+	}
+	var ds []runtime.Decision
+	for _, id := range f.approve {
+		ds = append(ds, runtime.Decision{CallID: id, Approve: true, Reason: f.reason})
+	}
+	for _, id := range f.deny {
+		ds = append(ds, runtime.Decision{CallID: id, Approve: false, Reason: f.reason})
+	}
+	if len(ds) > 0 {
+		delta, err := runtime.ApplyDecisions(run, ds)
+		if err != nil {
+			return run, err
+		}
+		if err := st.Save(ctx, run, delta); err != nil {
+			return run, conflictOr(err)
+		}
+	}
+	return runner.Continue(ctx, run)
+}
+
+// conflictOr turns a store conflict into the runtime's error.
+func conflictOr(err error) error {
+	var ce *state.ConflictError
+	if errors.As(err, &ce) {
+		return &runtime.Error{Code: runtime.CodeCheckpointConflict, Message: fmt.Sprintf(
+			"run %s was changed by another executor (this one read revision %d, the store has %d); nothing was written", ce.RunID, ce.Expected, ce.Actual), Err: err}
+	}
+	return &runtime.Error{Code: runtime.CodeStoreError, Message: err.Error(), Err: err}
+}
+
+// finishAgent prints the result object and picks the exit code.
+func finishAgent(e *env, f *agentFlags, run *state.RunState, prog *compile.Program, file string, err error, sec *secretSet) error {
+	code := ExitOK
+	var res *runResult
+	if err != nil {
+		var rerr *state.RunError
+		code, rerr = exitCodeForError(err)
+		rerr.Message = sec.redact(rerr.Message)
+		if run != nil && code != ExitUsage {
+			res = resultOf(run, prog, file)
+		} else if run != nil {
+			// A refusal: show the run as stored, with the refusal.
+			res = resultOf(run, prog, file)
+		} else {
+			res = errorResult(rerr.Code, rerr.Message)
+		}
+		res.Error = rerr
+		fmt.Fprintf(e.stderr, "nexa: %s\n", rerr.Message)
+	} else {
+		res = resultOf(run, prog, file)
+		if res.Error != nil {
+			res.Error.Message = sec.redact(res.Error.Message)
+		}
+		code = exitCodeFor(run.Status)
+	}
+	if f.output == "text" {
+		printTextResult(e.stdout, res)
+	} else {
+		writeJSON(e.stdout, res)
+	}
+	if !f.quiet {
+		printNextSteps(e, res)
+	}
+	if code == ExitOK {
+		return nil
+	}
+	return exitWith(code)
+}
+
+// parseTimeout accepts seconds ("900") or a Go duration ("15m", "1h30m").
+func parseTimeout(s string) (time.Duration, error) {
+	if n, err := strconv.Atoi(s); err == nil {
+		if n <= 0 {
+			return 0, fmt.Errorf("--timeout must be positive, not %s", s)
+		}
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("--timeout takes seconds (900) or a duration (15m), not %q", s)
+	}
+	return d, nil
+}
+
+// toolLogOpener returns the opener of per-run tool logs, kept beside the
+// store in logs/RUN_ID.log with owner-only permissions.
+func toolLogOpener(storePath string) func(string) runtime.ToolLog {
+	return func(runID string) runtime.ToolLog {
+		dir := filepath.Join(filepath.Dir(storePath), "logs")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil
+		}
+		fh, err := os.OpenFile(filepath.Join(dir, runID+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil
+		}
+		return fh
+	}
+}

@@ -1,0 +1,255 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fatih/color"
+	"github.com/mattn/go-isatty"
+
+	"github.com/nexa-run/nexa/internal/runtime"
+)
+
+// isTerminal reports whether w is a terminal (only *os.File can be).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// colorsFor decides on colour for w: a terminal, and NO_COLOR unset.
+func colorsFor(e *env, w io.Writer) bool {
+	return e.getenv("NO_COLOR") == "" && isTerminal(w)
+}
+
+// progressPrinter shows a run's steps on stderr: a live spinner line on a
+// terminal, plain timestamped lines otherwise, nothing with --quiet.
+type progressPrinter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	live    bool
+	quiet   bool
+	paint   bool
+	spin    *time.Ticker
+	done    chan struct{}
+	label   string
+	started time.Time
+	frame   int
+	closed  bool
+}
+
+func progress(e *env, quiet bool) *progressPrinter {
+	p := &progressPrinter{w: e.stderr, quiet: quiet, live: isTerminal(e.stderr), paint: colorsFor(e, e.stderr)}
+	return p
+}
+
+func (p *progressPrinter) sprint(c color.Attribute, s string) string {
+	if !p.paint {
+		return s
+	}
+	col := color.New(c)
+	col.EnableColor()
+	return col.Sprint(s)
+}
+
+// line prints one finished event line.
+func (p *progressPrinter) line(s string) {
+	if p.live {
+		fmt.Fprintf(p.w, "\r\033[K%s\n", s)
+		return
+	}
+	fmt.Fprintf(p.w, "%s %s\n", time.Now().UTC().Format(time.RFC3339), s)
+}
+
+func (p *progressPrinter) startSpinner(label string) {
+	p.label, p.started = label, time.Now()
+	if !p.live {
+		p.line(label)
+		return
+	}
+	p.done = make(chan struct{})
+	p.spin = time.NewTicker(100 * time.Millisecond)
+	go func(t *time.Ticker, done chan struct{}) {
+		frames := []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				p.frame++
+				fmt.Fprintf(p.w, "\r\033[K%s %s %s", p.sprint(color.FgCyan, frames[p.frame%len(frames)]), p.label, seconds(time.Since(p.started)))
+				p.mu.Unlock()
+			}
+		}
+	}(p.spin, p.done)
+}
+
+func (p *progressPrinter) stopSpinner() {
+	if p.spin != nil {
+		p.spin.Stop()
+		close(p.done)
+		p.spin = nil
+	}
+}
+
+func seconds(d time.Duration) string {
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+// observe receives runtime events.
+func (p *progressPrinter) observe(ev runtime.Event) {
+	if p.quiet {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	switch ev.Kind {
+	case runtime.EventRunStarted:
+		p.line("run " + ev.RunID + " started")
+	case runtime.EventRunResumed:
+		p.line("run " + ev.RunID + " resumed")
+	case runtime.EventProviderStart:
+		p.mu.Unlock()
+		p.startSpinnerLocked(fmt.Sprintf("asking the model (request %d)", ev.Turn))
+		p.mu.Lock()
+	case runtime.EventProviderDone:
+		p.stopSpinner()
+		if ev.Err != nil {
+			p.line(fmt.Sprintf("%s model request %d failed after %s: %v", p.sprint(color.FgRed, "✗"), ev.Turn, seconds(ev.Duration), ev.Err))
+			return
+		}
+		what := "final answer"
+		if ev.Calls == 1 {
+			what = "1 tool call"
+		} else if ev.Calls > 1 {
+			what = fmt.Sprintf("%d tool calls", ev.Calls)
+		}
+		p.line(fmt.Sprintf("%s model replied: %s (%s)", p.sprint(color.FgGreen, "✓"), what, seconds(ev.Duration)))
+	case runtime.EventToolStart:
+		p.stopSpinner()
+		p.mu.Unlock()
+		p.startSpinnerLocked(fmt.Sprintf("tool %s (%s)", ev.Tool, ev.CallID))
+		p.mu.Lock()
+	case runtime.EventToolDone:
+		p.stopSpinner()
+		mark, col := "✓", color.FgGreen
+		switch ev.Outcome {
+		case "error":
+			mark, col = "✗", color.FgRed
+		case "denied":
+			mark, col = "⊘", color.FgYellow
+		case "unknown":
+			mark, col = "?", color.FgMagenta
+		}
+		s := fmt.Sprintf("%s tool %s (%s): %s", p.sprint(col, mark), ev.Tool, ev.CallID, ev.Outcome)
+		if ev.Duration > 0 {
+			s += " (" + seconds(ev.Duration) + ")"
+		}
+		p.line(s)
+	case runtime.EventRunStopped:
+		p.stopSpinner()
+		p.line(fmt.Sprintf("run %s: %s", ev.RunID, p.sprint(statusColor(string(ev.Status)), string(ev.Status))))
+	}
+}
+
+// startSpinnerLocked takes the lock itself (the spinner goroutine shares it).
+func (p *progressPrinter) startSpinnerLocked(label string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.startSpinner(label)
+}
+
+func (p *progressPrinter) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopSpinner()
+	p.closed = true
+}
+
+func statusColor(s string) color.Attribute {
+	switch s {
+	case "completed":
+		return color.FgGreen
+	case "waiting_approval":
+		return color.FgYellow
+	case "unknown_outcome":
+		return color.FgMagenta
+	}
+	return color.FgRed
+}
+
+// printNextSteps ends a waiting or unknown run with the exact commands to
+// continue it.
+func printNextSteps(e *env, r *runResult) {
+	if len(r.Resume) == 0 {
+		return
+	}
+	w := e.stderr
+	switch r.Status {
+	case "waiting_approval":
+		fmt.Fprintf(w, "\n%d call(s) wait for your decision:\n", len(r.PendingCalls))
+		for _, c := range r.PendingCalls {
+			fmt.Fprintf(w, "  %s  %s %s  (risk %s)\n", c.CallID, c.Tool, compactJSON(c.Arguments, 200), c.RiskLevel)
+		}
+		fmt.Fprintf(w, "\nApprove: %s\nDeny:    %s\n", r.Resume["approve"], r.Resume["deny"])
+	case "unknown_outcome":
+		fmt.Fprintf(w, "\nThese calls started but their outcome is unknown; verify what happened, then record it:\n")
+		for i, c := range r.UnknownCalls {
+			key := "resolve"
+			if i > 0 {
+				key = fmt.Sprintf("resolve_%d", i+1)
+			}
+			fmt.Fprintf(w, "  %s  %s %s\n  %s\n", c.CallID, c.Tool, compactJSON(c.Arguments, 200), r.Resume[key])
+		}
+		fmt.Fprintf(w, "Then resume: %s\n", r.Resume["resume"])
+	default:
+		if cmd := r.Resume["resume"]; cmd != "" && r.RunID != nil {
+			fmt.Fprintf(w, "\nResume: %s\n", cmd)
+		}
+	}
+}
+
+func compactJSON(b []byte, max int) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}
+
+// printTextResult is the --output text summary for people.
+func printTextResult(w io.Writer, r *runResult) {
+	if r.RunID != nil {
+		fmt.Fprintf(w, "run:     %s\n", *r.RunID)
+		fmt.Fprintf(w, "status:  %s\n", r.Status)
+		fmt.Fprintf(w, "agent:   %s (revision %d)\n", r.Agent, r.Revision)
+	}
+	if r.Error != nil {
+		fmt.Fprintf(w, "error:   %s: %s\n", r.Error.Code, r.Error.Message)
+	}
+	if r.Usage != nil {
+		u := r.Usage
+		fmt.Fprintf(w, "usage:   %d requests, %d tool calls, %d tokens (%d in, %d out)\n", u.ProviderRequests, u.ToolCalls, u.TotalTokens, u.InputTokens, u.OutputTokens)
+	}
+	for _, c := range r.PendingCalls {
+		fmt.Fprintf(w, "pending: %s %s %s\n", c.CallID, c.Tool, compactJSON(c.Arguments, 500))
+	}
+	for _, c := range r.UnknownCalls {
+		fmt.Fprintf(w, "unknown: %s %s %s\n", c.CallID, c.Tool, compactJSON(c.Arguments, 500))
+	}
+	if len(r.Output) > 0 && string(r.Output) != "null" {
+		var s string
+		if err := jsonUnmarshalString(r.Output, &s); err == nil {
+			fmt.Fprintf(w, "\n%s\n", s)
+		} else {
+			fmt.Fprintf(w, "\n%s\n", r.Output)
+		}
+	}
+}

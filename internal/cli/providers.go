@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/runtime/provider"
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+// resolvedProvider is the provider of a run and the identity compared on
+// resume.
+type resolvedProvider struct {
+	provider provider.Provider
+	identity state.ProviderIdentity
+}
+
+// resolveProvider applies runtime.md section 10: the provider kind, the
+// model, then endpoint and key, first found wins. It never puts a key in an
+// error message.
+func resolveProvider(e *env, f *agentFlags, prog *compile.Program, agent *compile.Agent, sec *secretSet) (*resolvedProvider, error) {
+	kind := f.provider
+	if kind == "" {
+		kind = e.getenv("NEXA_PROVIDER")
+	}
+	if strings.HasPrefix(kind, "script:") {
+		path := strings.TrimPrefix(kind, "script:")
+		if path == "" {
+			return nil, fmt.Errorf("--provider script:PATH needs the path of a script file")
+		}
+		s, err := provider.NewScript(path)
+		if err != nil {
+			return nil, err
+		}
+		return &resolvedProvider{provider: provider.WithRetry(s, retryPolicy(agent)), identity: s.Identity()}, nil
+	}
+
+	model := f.model
+	if model == "" {
+		model = agent.Model
+	}
+	if model == "" {
+		model = e.getenv("NEXA_MODEL")
+	}
+	if model == "" {
+		model = sec.activeMapValue("MODEL_NAME", "strong")
+	}
+	if model == "" {
+		return nil, fmt.Errorf("no model configured for agent %s: pass --model NAME, set NEXA_MODEL, give the agent a model property, or set MODEL_NAME = { \"strong\": \"…\" } in the active secrets block (or run offline with --provider script:PATH)", agent.Name)
+	}
+	prefix, name := "", model
+	if i := strings.IndexByte(model, '/'); i > 0 {
+		prefix, name = model[:i], model[i+1:]
+	}
+	switch kind {
+	case "", "openai":
+		if strings.EqualFold(prefix, "anthropic") && kind == "" {
+			kind = "anthropic"
+		} else {
+			kind = "openai"
+		}
+	case "anthropic":
+	default:
+		return nil, fmt.Errorf("unknown provider %q: use openai, anthropic or script:PATH", kind)
+	}
+	if kind == "anthropic" {
+		return nil, fmt.Errorf("the anthropic provider is not available in this build yet; use an OpenAI-compatible endpoint or --provider script:PATH")
+	}
+
+	baseURL, key := f.baseURL, ""
+	lookup := func(baseVar, keyVar string, get func(string) string) {
+		if baseURL == "" {
+			baseURL = get(baseVar)
+		}
+		if key == "" {
+			key = get(keyVar)
+		}
+	}
+	lookup("NEXA_BASE_URL", "NEXA_API_KEY", e.getenv)
+	if prefix != "" {
+		up := strings.ToUpper(prefix)
+		lookup(up+"_BASE_URL", up+"_API_KEY", func(k string) string { return sec.block(prefix, k) })
+		lookup(up+"_BASE_URL", up+"_API_KEY", sec.flat)
+		lookup(up+"_BASE_URL", up+"_API_KEY", e.getenv)
+	}
+	lookup("BASE_URL", "API_KEY", sec.active)
+	lookup("OPENAI_BASE_URL", "OPENAI_API_KEY", e.getenv)
+	if baseURL == "" {
+		baseURL = provider.DefaultOpenAIBaseURL
+	}
+	sec.addSecret(key)
+	o, err := provider.NewOpenAI(provider.OpenAIConfig{BaseURL: baseURL, APIKey: key, Model: name})
+	if err != nil {
+		return nil, err
+	}
+	p := provider.WithRetry(o, retryPolicy(agent))
+	return &resolvedProvider{provider: p, identity: o.Identity()}, nil
+}
+
+// retryPolicy takes the agent's retry setting (default 3 retries).
+func retryPolicy(agent *compile.Agent) provider.RetryPolicy {
+	p := provider.RetryPolicy{}
+	if agent.Retry == 0 {
+		p.Attempts = -1
+	} else if agent.Retry > 0 {
+		p.Attempts = agent.Retry
+	}
+	return p
+}

@@ -1,0 +1,378 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+func init() { register(newRunsCmd) }
+
+func newRunsCmd(e *env) *cobra.Command {
+	var storeFlag string
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List, inspect, approve, resolve and prune runs in the store",
+		Long: `Work with the runs in the store (.nexa/runs.sqlite3, --store or NEXA_STORE).
+
+Exit codes: 0 success, 1 operational error (store unreadable), 2 usage or input
+error (unknown run or call, decision or resolution refused); nothing is
+written on a refusal.`,
+	}
+	cmd.PersistentFlags().StringVar(&storeFlag, "store", "", "run store `PATH` (default .nexa/runs.sqlite3, or NEXA_STORE)")
+	open := func() (storeHandle, error) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, &exitError{code: ExitFailed, msg: fmt.Sprintf("working directory: %v", err)}
+		}
+		s, err := openStore(e, storeFlag, wd)
+		if err != nil {
+			return nil, &exitError{code: ExitFailed, msg: err.Error()}
+		}
+		return s, nil
+	}
+	cmd.AddCommand(newRunsListCmd(e, open), newRunsShowCmd(e, open), newRunsApproveCmd(e, open),
+		newRunsResolveCmd(e, open), newRunsPruneCmd(e, open))
+	return cmd
+}
+
+type storeOpener func() (storeHandle, error)
+
+// parseStatus checks a --status value against the known statuses.
+func parseStatus(s string) (state.Status, error) {
+	if s == "" {
+		return "", nil
+	}
+	st := state.Status(s)
+	if !st.Valid() {
+		return "", usageErrorf("unknown status %q: use running, waiting_approval, unknown_outcome, interrupted, failed, completed, timed_out or budget_exhausted", s)
+	}
+	return st, nil
+}
+
+// parseStrictBool accepts only true and false: a decision or a success flag
+// is never guessed from "yes", "1" or an empty value.
+func parseStrictBool(flag, v string) (bool, error) {
+	switch v {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, usageErrorf("--%s takes exactly true or false, not %q", flag, v)
+}
+
+func newRunsListCmd(e *env, open storeOpener) *cobra.Command {
+	var status, agent string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			st, err := parseStatus(status)
+			if err != nil {
+				return err
+			}
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			runs, err := s.List(context.Background(), state.Filter{Status: st, Agent: agent})
+			if err != nil {
+				return &exitError{code: ExitFailed, msg: fmt.Sprintf("list runs: %v", err)}
+			}
+			if asJSON {
+				if runs == nil {
+					runs = []state.Summary{}
+				}
+				writeJSON(e.stdout, map[string]any{"runs": runs})
+				return nil
+			}
+			if len(runs) == 0 {
+				fmt.Fprintln(e.stdout, "no runs")
+				return nil
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSTATUS\tAGENT\tFILE\tUPDATED\tREV")
+			for _, r := range runs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Status, r.Agent, r.File, r.UpdatedAt.Local().Format("2006-01-02 15:04:05"), r.Revision)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&status, "status", "", "only runs with this status")
+	cmd.Flags().StringVar(&agent, "agent", "", "only runs of this agent")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// loadRun loads one run, turning "not found" into a usage error.
+func loadRun(s storeHandle, id string) (*state.RunState, error) {
+	st, err := s.Load(context.Background(), id)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, usageErrorf("no run %s in the store %s", id, s.Path())
+	}
+	if err != nil {
+		return nil, &exitError{code: ExitFailed, msg: fmt.Sprintf("load run %s: %v", id, err)}
+	}
+	return st, nil
+}
+
+func newRunsShowCmd(e *env, open storeOpener) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show RUN_ID",
+		Short: "Show one run: status, journal, pending and unknown calls, usage, conversation",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			st, err := loadRun(s, args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				writeJSON(e.stdout, showView(st))
+				return nil
+			}
+			printRun(e, st)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole run state as JSON")
+	return cmd
+}
+
+// showView is the RunState with the derived lists an operator needs.
+func showView(st *state.RunState) any {
+	res := resultOf(st, nil, "")
+	return struct {
+		*state.RunState
+		PendingCalls []pendingCall     `json:"pending_calls"`
+		UnknownCalls []unknownCall     `json:"unknown_calls"`
+		Resume       map[string]string `json:"resume,omitempty"`
+	}{st, res.PendingCalls, res.UnknownCalls, res.Resume}
+}
+
+func printRun(e *env, st *state.RunState) {
+	w := e.stdout
+	fmt.Fprintf(w, "run       %s\nstatus    %s\nagent     %s (%s)\nrevision  %d\nsource    %s\nprovider  %s %s %s\ncreated   %s\nupdated   %s\n",
+		st.ID, st.Status, st.Config.Agent, st.Config.SourceFile, st.Revision, st.Config.SourceHash,
+		st.Config.Provider.Kind, st.Config.Provider.Model, st.Config.Provider.BaseURL,
+		st.CreatedAt.Local().Format(time.RFC3339), st.UpdatedAt.Local().Format(time.RFC3339))
+	if st.Config.Deadline != nil {
+		fmt.Fprintf(w, "deadline  %s\n", st.Config.Deadline.Local().Format(time.RFC3339))
+	}
+	u := st.Usage
+	fmt.Fprintf(w, "usage     %d requests, %d tool calls, %d tokens\n", u.ProviderRequests, u.ToolCalls, u.TotalTokens)
+	if st.Error != nil {
+		fmt.Fprintf(w, "error     %s: %s\n", st.Error.Code, st.Error.Message)
+	}
+	fmt.Fprintf(w, "\ntask: %s\n", st.Task)
+	if len(st.Journal) > 0 {
+		fmt.Fprintln(w, "\njournal:")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  CALL\tTOOL\tSTAGE\tDECISION\tOUTCOME\tARGUMENTS")
+		for _, j := range st.Journal {
+			dec := "-"
+			if j.NeedsApproval {
+				dec = "pending"
+				if j.Decision != nil {
+					dec = map[bool]string{true: "approved", false: "denied"}[*j.Decision]
+				}
+			}
+			outcome := j.Outcome
+			if j.Stage == state.StageCompleted {
+				outcome += map[bool]string{true: " ok", false: " error"}[j.Success]
+			} else if j.Stage == state.StageStarted {
+				outcome = "UNKNOWN"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", j.CallID, j.Tool, j.Stage, dec, strings.TrimSpace(outcome), compactJSON(j.Arguments, 80))
+		}
+		tw.Flush()
+	}
+	if len(st.Output) > 0 {
+		var s string
+		if jsonUnmarshalString(st.Output, &s) == nil {
+			fmt.Fprintf(w, "\noutput:\n%s\n", s)
+		} else {
+			fmt.Fprintf(w, "\noutput:\n%s\n", st.Output)
+		}
+	}
+	res := resultOf(st, nil, "")
+	printNextSteps(&env{stderr: w, getenv: e.getenv}, res)
+}
+
+func newRunsApproveCmd(e *env, open storeOpener) *cobra.Command {
+	var approved, reason string
+	cmd := &cobra.Command{
+		Use:   "approve RUN_ID CALL_ID --approved=true|false",
+		Short: "Record a decision on a pending call without resuming the run",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(c *cobra.Command, args []string) error {
+			if !c.Flags().Changed("approved") {
+				return usageErrorf("say the decision explicitly: --approved=true or --approved=false")
+			}
+			ok, err := parseStrictBool("approved", approved)
+			if err != nil {
+				return err
+			}
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			st, err := s.Update(context.Background(), args[0], func(st *state.RunState) (state.Delta, error) {
+				return runtime.ApplyDecisions(st, []runtime.Decision{{CallID: args[1], Approve: ok, Reason: reason}})
+			})
+			if err := runsWriteError(s, args[0], err); err != nil {
+				return err
+			}
+			verb := "approved"
+			if !ok {
+				verb = "denied"
+			}
+			fmt.Fprintf(e.stdout, "call %s of run %s %s (revision %d)\n", args[1], args[0], verb, st.Revision)
+			fmt.Fprintf(e.stderr, "continue with: nexa agent %s %s --resume %s\n", shellQuote(st.Config.SourceFile), st.Config.Agent, st.ID)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&approved, "approved", "", "the decision: true or false")
+	cmd.Flags().StringVar(&reason, "reason", "", "reason sent to the model with a denial")
+	return cmd
+}
+
+// runsWriteError maps a store write error to the exit codes of cli.md.
+func runsWriteError(s storeHandle, id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, state.ErrNotFound) {
+		return usageErrorf("no run %s in the store %s", id, s.Path())
+	}
+	if re, ok := runtime.AsError(err); ok && re.Refusal {
+		return usageErrorf("%s", re.Message)
+	}
+	var ce *state.ConflictError
+	if errors.As(err, &ce) {
+		return &exitError{code: ExitConflict, msg: ce.Error() + "; nothing was written"}
+	}
+	return &exitError{code: ExitFailed, msg: err.Error()}
+}
+
+func newRunsResolveCmd(e *env, open storeOpener) *cobra.Command {
+	var output, success string
+	cmd := &cobra.Command{
+		Use:   "resolve RUN_ID CALL_ID --output TEXT|@FILE --success=true|false",
+		Short: "Record the verified outcome of a call whose outcome is unknown",
+		Long: `Record what really happened for a call that started but whose result was
+never saved (status unknown_outcome). Verify the effect in the external system
+first. Only a call still in stage started can be resolved; resuming the run
+then continues with this result without executing the tool again.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(c *cobra.Command, args []string) error {
+			if !c.Flags().Changed("output") {
+				return usageErrorf("give the verified result with --output TEXT or --output @FILE")
+			}
+			if !c.Flags().Changed("success") {
+				return usageErrorf("say whether the call succeeded: --success=true or --success=false")
+			}
+			ok, err := parseStrictBool("success", success)
+			if err != nil {
+				return err
+			}
+			text := output
+			if strings.HasPrefix(output, "@") {
+				b, err := os.ReadFile(output[1:])
+				if err != nil {
+					return usageErrorf("--output %s: %v", output, err)
+				}
+				text = string(b)
+			}
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			st, err := s.Update(context.Background(), args[0], func(st *state.RunState) (state.Delta, error) {
+				return runtime.Resolve(st, args[1], text, ok, time.Now())
+			})
+			if err := runsWriteError(s, args[0], err); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "call %s of run %s resolved (success=%s, revision %d)\n", args[1], args[0], strconv.FormatBool(ok), st.Revision)
+			if len(runtime.UnknownCalls(st)) == 0 {
+				fmt.Fprintf(e.stderr, "continue with: nexa agent %s %s --resume %s\n", shellQuote(st.Config.SourceFile), st.Config.Agent, st.ID)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&output, "output", "", "the verified output, or @FILE to read it from a file")
+	cmd.Flags().StringVar(&success, "success", "", "whether the call succeeded: true or false")
+	return cmd
+}
+
+func newRunsPruneCmd(e *env, open storeOpener) *cobra.Command {
+	var olderThan, status string
+	cmd := &cobra.Command{
+		Use:   "prune --older-than DURATION [--status S]",
+		Short: "Delete runs last updated longer ago than DURATION",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if olderThan == "" {
+				return usageErrorf("--older-than is required (e.g. 720h, 30d)")
+			}
+			d, err := parseAge(olderThan)
+			if err != nil {
+				return err
+			}
+			st, err := parseStatus(status)
+			if err != nil {
+				return err
+			}
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			n, err := s.Prune(context.Background(), state.Filter{OlderThan: d, Status: st})
+			if err != nil {
+				return &exitError{code: ExitFailed, msg: fmt.Sprintf("prune: %v", err)}
+			}
+			fmt.Fprintf(e.stdout, "deleted %d run(s)\n", n)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&olderThan, "older-than", "", "delete runs not updated for this long (e.g. 72h, 30d)")
+	cmd.Flags().StringVar(&status, "status", "", "only runs with this status")
+	return cmd
+}
+
+// parseAge accepts Go durations plus a day suffix ("30d").
+func parseAge(s string) (time.Duration, error) {
+	if strings.HasSuffix(s, "d") {
+		if n, err := strconv.Atoi(strings.TrimSuffix(s, "d")); err == nil && n >= 0 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, usageErrorf("--older-than takes a duration such as 72h or 30d, not %q", s)
+	}
+	return d, nil
+}
