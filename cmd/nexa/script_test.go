@@ -1,7 +1,12 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -9,7 +14,8 @@ import (
 	"github.com/nexa-run/nexa/internal/cli"
 )
 
-// TestMain lets the test binary act as the nexa command inside scripts.
+// TestMain lets the test binary act as the nexa command inside scripts (and
+// in PATH for commands the scripts start through a shell).
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"nexa": func() { os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
@@ -19,12 +25,114 @@ func TestMain(m *testing.M) {
 // TestScripts runs the end-to-end stories in testdata/scripts.
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
-		Dir:                 "../../testdata/scripts",
-		RequireExplicitExec: false,
+		Dir: "../../testdata/scripts",
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("NO_COLOR", "1")
 			e.Setenv("HOME", e.WorkDir)
 			return nil
 		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"capture": cmdCapture,
+			"jsonis":  cmdJSONIs,
+			"exits":   cmdExits,
+		},
 	})
+}
+
+// lookupJSON follows a dotted path (keys and list indexes) into the JSON
+// the previous command printed on stdout.
+func lookupJSON(ts *testscript.TestScript, path string) (any, bool) {
+	var v any
+	if err := json.Unmarshal([]byte(ts.ReadFile("stdout")), &v); err != nil {
+		ts.Fatalf("stdout is not one JSON value: %v", err)
+	}
+	for _, part := range strings.Split(path, ".") {
+		switch cur := v.(type) {
+		case map[string]any:
+			next, ok := cur[part]
+			if !ok {
+				return nil, false
+			}
+			v = next
+		case []any:
+			i, err := strconv.Atoi(part)
+			if err != nil || i < 0 || i >= len(cur) {
+				return nil, false
+			}
+			v = cur[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+func render(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// cmdCapture: capture VAR PATH sets $VAR to the value at PATH of stdout's
+// JSON, so a script can use a run id it did not choose.
+func cmdCapture(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: capture VAR PATH")
+	}
+	v, ok := lookupJSON(ts, args[1])
+	if !ok {
+		ts.Fatalf("stdout JSON has no %s", args[1])
+	}
+	ts.Setenv(args[0], render(v))
+}
+
+// cmdJSONIs: jsonis PATH VALUE checks the value at PATH of stdout's JSON
+// (strings compare as text, anything else as compact JSON); "! jsonis PATH"
+// checks PATH is absent.
+func cmdJSONIs(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		if len(args) != 1 {
+			ts.Fatalf("usage: ! jsonis PATH")
+		}
+		if v, ok := lookupJSON(ts, args[0]); ok {
+			ts.Fatalf("stdout JSON has %s = %s, want it absent", args[0], render(v))
+		}
+		return
+	}
+	if len(args) != 2 {
+		ts.Fatalf("usage: jsonis PATH VALUE")
+	}
+	v, ok := lookupJSON(ts, args[0])
+	if !ok {
+		ts.Fatalf("stdout JSON has no %s", args[0])
+	}
+	if got := render(v); got != args[1] {
+		ts.Fatalf("%s = %s, want %s", args[0], got, args[1])
+	}
+}
+
+// cmdExits: exits N PROGRAM ARGS... runs a program and checks its exit code,
+// since exit codes are part of nexa's contract.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits CODE PROGRAM [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exits: bad code %q", args[0])
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exits: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	}
 }

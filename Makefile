@@ -1,0 +1,32 @@
+# The targets the README and CI use. Nothing here downloads at run time
+# beyond Go modules.
+
+GO      ?= go
+COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/nexa-run/nexa/internal/cli.Version=$(VERSION) -X github.com/nexa-run/nexa/internal/cli.Commit=$(COMMIT)
+
+.PHONY: build test lint bench fuzz demo clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/nexa ./cmd/nexa
+
+# The test command of the README and of .ci/run.
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 10s ./internal/lang
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "not gofmt'd:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+demo: build
+	./examples/review/demo.sh bin/nexa
+
+clean:
+	rm -rf bin
