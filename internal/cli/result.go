@@ -110,7 +110,7 @@ func resumeCommands(st *state.RunState, file string, r *runResult) map[string]st
 			deny.WriteString(" --deny " + p.CallID)
 		}
 		cmds["approve"] = approve.String()
-		cmds["deny"] = deny.String() + ` --reason "…"`
+		cmds["deny"] = deny.String()
 	case state.StatusUnknownOutcome:
 		for i, u := range r.UnknownCalls {
 			key := "resolve"
