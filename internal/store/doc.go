@@ -1,0 +1,61 @@
+// Package store keeps runs in a SQLite database (modernc.org/sqlite, pure
+// Go). *SQLite implements state.Store; the CLI opens it at
+// DefaultPath(workDir) = WORKDIR/.nexa/runs.sqlite3 unless --store or
+// NEXA_STORE names another file.
+//
+// # Layout on disk
+//
+// Open creates a missing parent directory with mode 0700; when that directory
+// is named .nexa it also gets a .gitignore containing "*" (written only if
+// absent, never overwritten). A new database file is created with mode 0600
+// before SQLite touches it, and SQLite gives its -wal and -shm files the same
+// mode. An existing store whose file grants group or other permissions is
+// tightened to 0600 once Open has verified that it is a nexa run store (a file
+// that is not one is never modified, not even its mode); a failing chmod (a
+// file owned by another user) is ignored, because the store still works.
+//
+// # Schema
+//
+// One row per run in runs (the header: status, revision, timestamps, config,
+// task, usage, output, error) and one row per message, provider item and
+// journal entry in messages, provider_items and journal, keyed by (run, seq)
+// or (run, call id). A save therefore writes the header and the rows of its
+// state.Delta, and costs what changed, not the length of the run. The schema
+// is versioned with PRAGMA user_version and migrated forward on Open, in one
+// transaction; a file stamped by a newer binary (ErrNewerSchema), a SQLite
+// file of another application (ErrNotRunStore) and a file that is not SQLite
+// at all (ErrCorrupt) are refused without being written.
+//
+// # The compare-and-set rule
+//
+// Every write is one BEGIN IMMEDIATE transaction conditioned on the revision
+// the caller read:
+//
+//	UPDATE runs SET ..., revision = revision + 1 WHERE id = ? AND revision = ?
+//
+// When no row matches, the transaction is rolled back, nothing at all is
+// written, and the caller gets a *state.ConflictError naming the revision it
+// read and the revision stored (or state.ErrNotFound if the run is gone).
+// BEGIN IMMEDIATE takes the write lock before the first read, so two
+// processes on one file serialize instead of failing half-way; a writer
+// waits up to the busy timeout (5s by default) and then fails with ErrLocked.
+// Of two executors that loaded the same revision exactly one can save.
+//
+// # Crash guarantees
+//
+// The database runs in WAL mode with synchronous=FULL: when Create, Save,
+// Update or Prune returns nil, the transaction is in the write-ahead log and
+// fsynced, so it survives a kill -9 of the process at any later instant (and
+// a power loss, as far as the disk honours fsync). A transaction interrupted
+// by a crash is rolled back by SQLite when the file is next opened: a run is
+// always seen at some committed revision, with exactly the rows committed
+// with it, and Open and Load work after a crash at any instant, including
+// during Open's own migration. A Save that returns an error may or may not
+// have committed (an I/O error at commit); the revision check makes the next
+// Save of the same state fail with a conflict rather than write twice.
+//
+// Open does not scan the whole file for corruption (that would cost time in
+// the size of the store); damage caused outside SQLite, such as a truncated
+// copy, surfaces as ErrCorrupt from the operation that reads the damaged
+// page.
+package store

@@ -1,0 +1,510 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+// header is the encoded form of a run's header columns.
+type header struct {
+	status, agent, file  string
+	config, task, usage  string
+	output, runErr       sql.NullString
+	createdAt, updatedAt int64
+}
+
+func encodeHeader(st *state.RunState) (header, error) {
+	h := header{
+		status: string(st.Status),
+		agent:  st.Config.Agent,
+		file:   st.Config.SourceFile,
+		task:   st.Task,
+	}
+	cfg, err := json.Marshal(st.Config)
+	if err != nil {
+		return h, fmt.Errorf("encode config: %w", err)
+	}
+	h.config = string(cfg)
+	usage, err := json.Marshal(st.Usage)
+	if err != nil {
+		return h, fmt.Errorf("encode usage: %w", err)
+	}
+	h.usage = string(usage)
+	if len(st.Output) > 0 {
+		if !json.Valid(st.Output) {
+			return h, errors.New("encode output: not valid JSON")
+		}
+		h.output = sql.NullString{String: string(st.Output), Valid: true}
+	}
+	if st.Error != nil {
+		b, err := json.Marshal(st.Error)
+		if err != nil {
+			return h, fmt.Errorf("encode error: %w", err)
+		}
+		h.runErr = sql.NullString{String: string(b), Valid: true}
+	}
+	return h, nil
+}
+
+// nanos stores a time as Unix nanoseconds; times outside 1678..2262 cannot be
+// represented and are refused rather than silently wrapped.
+func nanos(t time.Time) (int64, error) {
+	if t.Year() < 1678 || t.Year() > 2261 {
+		return 0, fmt.Errorf("timestamp %s out of the storable range", t.Format(time.RFC3339))
+	}
+	return t.UnixNano(), nil
+}
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// Create inserts st at revision 1 with all its messages, provider items and
+// journal entries, in one transaction. Zero CreatedAt/UpdatedAt are set to
+// now. On success st.Revision is 1; a stored id fails with ErrRunExists.
+func (s *SQLite) Create(ctx context.Context, st *state.RunState) error {
+	if st == nil || st.ID == "" {
+		return errors.New("create run: missing run id")
+	}
+	now := time.Now().UTC()
+	created, updated := st.CreatedAt, st.UpdatedAt
+	if created.IsZero() {
+		created = now
+	}
+	if updated.IsZero() {
+		updated = now
+	}
+	h, err := encodeHeader(st)
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", st.ID, err)
+	}
+	if h.createdAt, err = nanos(created); err != nil {
+		return fmt.Errorf("create run %s: created_at: %w", st.ID, err)
+	}
+	if h.updatedAt, err = nanos(updated); err != nil {
+		return fmt.Errorf("create run %s: updated_at: %w", st.ID, err)
+	}
+
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO runs
+			(id, revision, status, agent, file, created_at, updated_at, config, task, usage, output, error)
+			VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			st.ID, h.status, h.agent, h.file, h.createdAt, h.updatedAt, h.config, h.task, h.usage, h.output, h.runErr)
+		if err != nil {
+			if isConstraint(err) {
+				return ErrRunExists
+			}
+			return dbErr(ctx, err)
+		}
+		return writeRows(ctx, tx, st.ID, state.Delta{
+			Messages:      st.Messages,
+			ProviderItems: st.ProviderItems,
+			Journal:       st.Journal,
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", st.ID, err)
+	}
+	st.Revision = 1
+	st.CreatedAt = fromNanos(h.createdAt)
+	st.UpdatedAt = fromNanos(h.updatedAt)
+	return nil
+}
+
+// Load reads a whole run in one read transaction (a consistent snapshot, even
+// while another process saves it): messages and provider items ordered by
+// seq, journal entries by seq then call id. A missing run is
+// state.ErrNotFound.
+func (s *SQLite) Load(ctx context.Context, id string) (*state.RunState, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", id, dbErr(ctx, err))
+	}
+	defer tx.Rollback()
+	st, err := loadRun(ctx, tx, id)
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", id, err)
+	}
+	return st, nil
+}
+
+func loadRun(ctx context.Context, q querier, id string) (*state.RunState, error) {
+	st := &state.RunState{
+		ID:            id,
+		Messages:      []state.Message{},
+		ProviderItems: []state.ProviderItem{},
+		Journal:       []state.JournalEntry{},
+	}
+	var (
+		h      header
+		status string
+	)
+	err := q.QueryRowContext(ctx, `SELECT revision, status, created_at, updated_at, config, task, usage, output, error
+		FROM runs WHERE id = ?`, id).
+		Scan(&st.Revision, &status, &h.createdAt, &h.updatedAt, &h.config, &h.task, &h.usage, &h.output, &h.runErr)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, state.ErrNotFound
+	}
+	if err != nil {
+		return nil, dbErr(ctx, err)
+	}
+	st.Status = state.Status(status)
+	st.CreatedAt = fromNanos(h.createdAt)
+	st.UpdatedAt = fromNanos(h.updatedAt)
+	st.Task = h.task
+	if err := json.Unmarshal([]byte(h.config), &st.Config); err != nil {
+		return nil, fmt.Errorf("decode config: %w", err)
+	}
+	if err := json.Unmarshal([]byte(h.usage), &st.Usage); err != nil {
+		return nil, fmt.Errorf("decode usage: %w", err)
+	}
+	if h.output.Valid {
+		st.Output = json.RawMessage(h.output.String)
+	}
+	if h.runErr.Valid {
+		st.Error = new(state.RunError)
+		if err := json.Unmarshal([]byte(h.runErr.String), st.Error); err != nil {
+			return nil, fmt.Errorf("decode error: %w", err)
+		}
+	}
+
+	err = eachRow(ctx, q, `SELECT seq, body FROM messages WHERE run_id = ? ORDER BY seq`, id,
+		func(seq int, _ string, body []byte) error {
+			var m state.Message
+			if err := json.Unmarshal(body, &m); err != nil {
+				return fmt.Errorf("decode message %d: %w", seq, err)
+			}
+			m.Seq = seq
+			st.Messages = append(st.Messages, m)
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	err = eachRow(ctx, q, `SELECT seq, body FROM provider_items WHERE run_id = ? ORDER BY seq`, id,
+		func(seq int, _ string, body []byte) error {
+			var it state.ProviderItem
+			if err := json.Unmarshal(body, &it); err != nil {
+				return fmt.Errorf("decode provider item %d: %w", seq, err)
+			}
+			it.Seq = seq
+			it.Raw = nullRaw(it.Raw)
+			st.ProviderItems = append(st.ProviderItems, it)
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	err = eachRow(ctx, q, `SELECT seq, call_id, body FROM journal WHERE run_id = ? ORDER BY seq, call_id`, id,
+		func(seq int, callID string, body []byte) error {
+			var e state.JournalEntry
+			if err := json.Unmarshal(body, &e); err != nil {
+				return fmt.Errorf("decode journal entry %s: %w", callID, err)
+			}
+			e.Seq, e.CallID = seq, callID
+			e.Arguments = nullRaw(e.Arguments)
+			st.Journal = append(st.Journal, e)
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// nullRaw maps the JSON null that encoding/json stores for a nil RawMessage
+// back to nil, so a nil field loads as nil. Both encode to null again.
+func nullRaw(r json.RawMessage) json.RawMessage {
+	if string(r) == "null" {
+		return nil
+	}
+	return r
+}
+
+// eachRow runs a child-table query whose columns are seq, [call_id,] body.
+func eachRow(ctx context.Context, q querier, query, id string, fn func(seq int, callID string, body []byte) error) error {
+	rows, err := q.QueryContext(ctx, query, id)
+	if err != nil {
+		return dbErr(ctx, err)
+	}
+	defer rows.Close()
+	withCallID := strings.Contains(query, "call_id")
+	for rows.Next() {
+		var (
+			seq    int
+			callID string
+			body   sql.RawBytes // valid until Next; fn decodes it at once
+		)
+		if withCallID {
+			err = rows.Scan(&seq, &callID, &body)
+		} else {
+			err = rows.Scan(&seq, &body)
+		}
+		if err != nil {
+			return dbErr(ctx, err)
+		}
+		if err := fn(seq, callID, body); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return dbErr(ctx, err)
+	}
+	return nil
+}
+
+// Save writes st's header and the rows of d in one transaction, provided the
+// stored revision still equals st.Revision. On success st.Revision is
+// incremented and st.UpdatedAt set to the commit time; on a stale revision
+// nothing is written and the result is a *state.ConflictError (not wrapped).
+// When Save returns nil the write is durable.
+func (s *SQLite) Save(ctx context.Context, st *state.RunState, d state.Delta) error {
+	if st == nil || st.ID == "" {
+		return errors.New("save run: missing run id")
+	}
+	now := time.Now().UTC()
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		return writeRun(ctx, tx, st, st.Revision, now, d)
+	})
+	if err != nil {
+		var ce *state.ConflictError
+		if errors.As(err, &ce) {
+			return ce
+		}
+		return fmt.Errorf("save run %s: %w", st.ID, err)
+	}
+	st.Revision++
+	st.UpdatedAt = now
+	return nil
+}
+
+// Update loads run id, calls fn with it and writes fn's changes, all in one
+// IMMEDIATE transaction, so nothing can write the run between the read and
+// the write. fn must change st and describe the new rows in the Delta it
+// returns, as for Save; it must not call the store. An error from fn rolls
+// back and is returned unchanged.
+func (s *SQLite) Update(ctx context.Context, id string, fn func(st *state.RunState) (state.Delta, error)) (*state.RunState, error) {
+	if fn == nil {
+		return nil, fmt.Errorf("update run %s: nil function", id)
+	}
+	var (
+		st      *state.RunState
+		fnErr   error
+		now     time.Time
+		readRev int64
+	)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if st, err = loadRun(ctx, tx, id); err != nil {
+			return err
+		}
+		readRev = st.Revision
+		d, err := fn(st)
+		if err != nil {
+			fnErr = err
+			return err
+		}
+		st.ID = id
+		now = time.Now().UTC()
+		return writeRun(ctx, tx, st, readRev, now, d)
+	})
+	if fnErr != nil {
+		return nil, fnErr
+	}
+	if err != nil {
+		var ce *state.ConflictError
+		if errors.As(err, &ce) {
+			return nil, ce
+		}
+		return nil, fmt.Errorf("update run %s: %w", id, err)
+	}
+	st.Revision = readRev + 1
+	st.UpdatedAt = now
+	return st, nil
+}
+
+// inTx runs fn in a read-write (BEGIN IMMEDIATE) transaction and commits it
+// if fn succeeds.
+func (s *SQLite) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return dbErr(ctx, err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return dbErr(ctx, err)
+	}
+	return nil
+}
+
+// writeRun is the compare-and-set: the header update matches only the
+// revision that was read; then the delta's rows.
+func writeRun(ctx context.Context, tx *sql.Tx, st *state.RunState, readRev int64, now time.Time, d state.Delta) error {
+	h, err := encodeHeader(st)
+	if err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE runs SET
+			revision = revision + 1, status = ?, agent = ?, file = ?, updated_at = ?,
+			config = ?, task = ?, usage = ?, output = ?, error = ?
+		WHERE id = ? AND revision = ?`,
+		h.status, h.agent, h.file, now.UnixNano(), h.config, h.task, h.usage, h.output, h.runErr,
+		st.ID, readRev)
+	if err != nil {
+		return dbErr(ctx, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return dbErr(ctx, err)
+	}
+	if n == 0 {
+		var actual int64
+		err := tx.QueryRowContext(ctx, `SELECT revision FROM runs WHERE id = ?`, st.ID).Scan(&actual)
+		if errors.Is(err, sql.ErrNoRows) {
+			return state.ErrNotFound
+		}
+		if err != nil {
+			return dbErr(ctx, err)
+		}
+		return &state.ConflictError{RunID: st.ID, Expected: readRev, Actual: actual}
+	}
+	return writeRows(ctx, tx, st.ID, d)
+}
+
+// writeRows appends messages and upserts provider items (by seq) and journal
+// entries (by call id).
+func writeRows(ctx context.Context, tx *sql.Tx, id string, d state.Delta) error {
+	for i := range d.Messages {
+		m := &d.Messages[i]
+		b, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("encode message %d: %w", m.Seq, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (run_id, seq, body) VALUES (?, ?, ?)`,
+			id, m.Seq, string(b)); err != nil {
+			if isConstraint(err) {
+				return fmt.Errorf("append message %d: seq already stored (messages are append-only): %w", m.Seq, err)
+			}
+			return fmt.Errorf("append message %d: %w", m.Seq, dbErr(ctx, err))
+		}
+	}
+	for i := range d.ProviderItems {
+		it := &d.ProviderItems[i]
+		b, err := json.Marshal(it)
+		if err != nil {
+			return fmt.Errorf("encode provider item %d: %w", it.Seq, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO provider_items (run_id, seq, body) VALUES (?, ?, ?)
+			ON CONFLICT (run_id, seq) DO UPDATE SET body = excluded.body`,
+			id, it.Seq, string(b)); err != nil {
+			return fmt.Errorf("write provider item %d: %w", it.Seq, dbErr(ctx, err))
+		}
+	}
+	for i := range d.Journal {
+		e := &d.Journal[i]
+		if e.CallID == "" {
+			return fmt.Errorf("write journal entry %d: empty call id", e.Seq)
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("encode journal entry %s: %w", e.CallID, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO journal (run_id, call_id, seq, body) VALUES (?, ?, ?, ?)
+			ON CONFLICT (run_id, call_id) DO UPDATE SET seq = excluded.seq, body = excluded.body`,
+			id, e.CallID, e.Seq, string(b)); err != nil {
+			return fmt.Errorf("write journal entry %s: %w", e.CallID, dbErr(ctx, err))
+		}
+	}
+	return nil
+}
+
+// where builds the WHERE clause of a filter; now anchors OlderThan.
+func where(f state.Filter, now time.Time) (string, []any) {
+	var (
+		conds []string
+		args  []any
+	)
+	if f.Status != "" {
+		conds = append(conds, "status = ?")
+		args = append(args, string(f.Status))
+	}
+	if f.Agent != "" {
+		conds = append(conds, "agent = ?")
+		args = append(args, f.Agent)
+	}
+	if f.OlderThan > 0 {
+		conds = append(conds, "updated_at < ?")
+		args = append(args, now.Add(-f.OlderThan).UnixNano())
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// limit is SQLite's LIMIT argument: -1 means none.
+func limit(f state.Filter) int {
+	if f.Limit > 0 {
+		return f.Limit
+	}
+	return -1
+}
+
+// List returns the runs matching f, newest first (created_at, then id,
+// descending); a zero Filter lists every run.
+func (s *SQLite) List(ctx context.Context, f state.Filter) ([]state.Summary, error) {
+	w, args := where(f, time.Now())
+	rows, err := s.db.QueryContext(ctx, `SELECT id, status, agent, file, created_at, updated_at, revision
+		FROM runs`+w+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limit(f))...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", dbErr(ctx, err))
+	}
+	defer rows.Close()
+	out := []state.Summary{}
+	for rows.Next() {
+		var (
+			sum              state.Summary
+			status           string
+			created, updated int64
+		)
+		if err := rows.Scan(&sum.ID, &status, &sum.Agent, &sum.File, &created, &updated, &sum.Revision); err != nil {
+			return nil, fmt.Errorf("list runs: %w", dbErr(ctx, err))
+		}
+		sum.Status = state.Status(status)
+		sum.CreatedAt, sum.UpdatedAt = fromNanos(created), fromNanos(updated)
+		out = append(out, sum)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", dbErr(ctx, err))
+	}
+	return out, nil
+}
+
+// Prune deletes, in one transaction, exactly the runs List(f) would return
+// (so Limit bounds it too) with all their rows, and returns how many. A zero
+// Filter deletes every run: the CLI insists on OlderThan or Status.
+func (s *SQLite) Prune(ctx context.Context, f state.Filter) (int, error) {
+	w, args := where(f, time.Now())
+	var n int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id IN (SELECT id FROM runs`+w+
+			` ORDER BY created_at DESC, id DESC LIMIT ?)`, append(args, limit(f))...)
+		if err != nil {
+			return dbErr(ctx, err)
+		}
+		n, err = res.RowsAffected()
+		return dbErr(ctx, err)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune runs: %w", err)
+	}
+	return int(n), nil
+}

@@ -1,0 +1,303 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+// DirName is the directory, under the working directory, that holds the
+// default store; Open gives it a .gitignore so runs are never committed.
+const DirName = ".nexa"
+
+// FileName is the default store's file name inside DirName.
+const FileName = "runs.sqlite3"
+
+// DefaultBusyTimeout is how long a write waits for another process's
+// transaction before failing with ErrLocked. Transactions are short, so a
+// wait this long means the other process is stuck or holds the lock on
+// purpose.
+const DefaultBusyTimeout = 5 * time.Second
+
+// Errors a caller may want to tell apart; each is wrapped with the operation
+// and the cause, so test them with errors.Is.
+var (
+	// ErrLocked: another process held the database's write lock for longer
+	// than the busy timeout.
+	ErrLocked = errors.New("store is locked by another process")
+	// ErrCorrupt: the file is not a SQLite database, or SQLite found it
+	// damaged. The file is left as it is.
+	ErrCorrupt = errors.New("store file is not a valid SQLite database or is corrupt")
+	// ErrNotRunStore: the file is a SQLite database of another application;
+	// Open refuses to add tables to it.
+	ErrNotRunStore = errors.New("file is a SQLite database but not a nexa run store")
+	// ErrNewerSchema: the store was written by a newer nexa whose schema this
+	// binary does not know; it is left untouched.
+	ErrNewerSchema = errors.New("store schema is newer than this nexa supports")
+	// ErrRunExists: Create was given an id that is already stored.
+	ErrRunExists = errors.New("run already exists")
+)
+
+// SQLite is the SQLite implementation of state.Store. It is safe for
+// concurrent use; several handles, in one process or many, may share a file.
+type SQLite struct {
+	db   *sql.DB
+	path string
+}
+
+var _ state.Store = (*SQLite)(nil)
+
+// Option adjusts Open; the zero set of options is what the CLI uses.
+type Option func(*options)
+
+type options struct {
+	busyTimeout time.Duration
+}
+
+// WithBusyTimeout sets how long a write waits for another process's lock
+// before failing with ErrLocked (default DefaultBusyTimeout). Tests use a
+// short one; a value <= 0 keeps the default.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.busyTimeout = d
+		}
+	}
+}
+
+// DefaultPath is where the store of a working directory lives unless the user
+// names another file: WORKDIR/.nexa/runs.sqlite3.
+func DefaultPath(workDir string) string {
+	return filepath.Join(workDir, DirName, FileName)
+}
+
+// maxConns bounds the pool. WAL lets readers run beside the one writer, so a
+// few connections let List or Load proceed while a Save waits for its lock.
+const maxConns = 4
+
+// Open opens the store at path, creating it (and a missing parent directory)
+// if needed, and migrates its schema forward. See the package documentation
+// for what it creates, refuses and guarantees.
+func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
+	o := options{busyTimeout: DefaultBusyTimeout}
+	for _, fn := range opts {
+		if fn != nil {
+			fn(&o)
+		}
+	}
+	if path == "" {
+		return nil, errors.New("open run store: empty path")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("open run store %s: %w", path, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open run store %s: %w", path, err)
+	}
+	if err := prepareFiles(abs); err != nil {
+		return nil, fmt.Errorf("open run store %s: %w", path, err)
+	}
+
+	db, err := sql.Open("sqlite", dsn(abs, o))
+	if err != nil {
+		return nil, fmt.Errorf("open run store %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+
+	s := &SQLite{db: db, path: abs}
+	if err := s.init(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open run store %s: %w", path, err)
+	}
+	tightenMode(abs)
+	return s, nil
+}
+
+// init checks what the file is, switches it to WAL and migrates it. Nothing is
+// written before the file is known to be empty or a run store.
+func (s *SQLite) init(ctx context.Context) error {
+	id, err := readIdentity(ctx, s.db)
+	if err != nil {
+		return dbErr(ctx, err)
+	}
+	if err := id.check(len(migrations)); err != nil {
+		return err
+	}
+	var mode string
+	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return fmt.Errorf("set WAL journal mode: %w", dbErr(ctx, err))
+	}
+	if mode != "wal" {
+		return fmt.Errorf("set WAL journal mode: SQLite kept journal mode %q (is the file on a filesystem without shared-memory support?)", mode)
+	}
+	return migrate(ctx, s.db, migrations)
+}
+
+// dsn is the connection string: a file: URI, so that any character of the
+// path is escaped, with the pragmas every pooled connection runs when it is
+// opened and BEGIN IMMEDIATE for every read-write transaction.
+func dsn(abs string, o options) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(o.busyTimeout.Milliseconds(), 10)+")")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Set("_txlock", "immediate")
+	// url.URL would render file:///abs; SQLite accepts both, keep it short.
+	return "file:" + u.EscapedPath() + "?" + q.Encode()
+}
+
+// prepareFiles creates a missing parent directory (0700), the .gitignore of a
+// .nexa directory, and a missing database file (0600), so that SQLite never
+// creates either with the process's default mode.
+func prepareFiles(abs string) error {
+	dir := filepath.Dir(abs)
+	if fi, err := os.Stat(dir); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create store directory: %w", err)
+		}
+	} else if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if filepath.Base(dir) == DirName {
+		if err := ensureGitignore(dir); err != nil {
+			return err
+		}
+	}
+
+	fi, err := os.Stat(abs)
+	switch {
+	case err == nil:
+		if fi.IsDir() {
+			return errors.New("path is a directory")
+		}
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) { // another process was quicker
+			return nil
+		}
+		return fmt.Errorf("create store file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("create store file: %w", err)
+	}
+	return nil
+}
+
+// ensureGitignore writes "*" to DIR/.gitignore unless the file exists, so
+// that a .nexa directory (made by us or anyone) keeps runs out of git. The
+// file is written aside and hard-linked into place, so a crash never leaves
+// an empty .gitignore and an existing one is never replaced.
+func ensureGitignore(dir string) error {
+	dst := filepath.Join(dir, ".gitignore")
+	if _, err := os.Lstat(dst); err == nil {
+		return nil
+	}
+	f, err := os.CreateTemp(dir, ".gitignore.tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, werr := f.WriteString("*\n")
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr, os.Chmod(tmp, 0o644)); err != nil {
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	err = os.Link(tmp, dst)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	// A filesystem without hard links: create it in place, still never
+	// replacing an existing file.
+	g, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	_, werr = g.WriteString("*\n")
+	if err := errors.Join(werr, g.Close()); err != nil {
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	return nil
+}
+
+// tightenMode removes group and other permissions from the store and its WAL
+// files, best effort: runs hold conversations and tool output. It is called
+// only once the file is known to be a run store.
+func tightenMode(abs string) {
+	for _, p := range []string{abs, abs + "-wal", abs + "-shm"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			_ = os.Chmod(p, perm&^0o077)
+		}
+	}
+}
+
+// Path is the absolute path of the database file, for messages.
+func (s *SQLite) Path() string { return s.path }
+
+// Close releases the database; it waits for no transaction because every
+// method finishes its own before returning.
+func (s *SQLite) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close run store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// dbErr turns a driver error into one a user can act on: a busy database
+// becomes ErrLocked, a damaged file ErrCorrupt, and an error caused by a
+// cancelled context says so (errors.Is(err, context.Canceled) holds).
+func dbErr(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY:
+			return fmt.Errorf("%w: %w", ErrLocked, err)
+		case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+	}
+	return err
+}
+
+// isConstraint reports a UNIQUE / PRIMARY KEY violation.
+func isConstraint(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+}

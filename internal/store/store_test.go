@@ -1,0 +1,902 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+func TestOpenCreatesDirGitignoreAndModes(t *testing.T) {
+	work := t.TempDir()
+	path := DefaultPath(work)
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	dir := filepath.Join(work, ".nexa")
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o700 {
+		t.Errorf(".nexa mode = %o, want 700", got)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ".gitignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(b)) != "*" {
+		t.Errorf(".gitignore = %q, want *", b)
+	}
+	if err := s.Create(context.Background(), newRun("r1", 2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != 0o600 {
+			t.Errorf("%s mode = %o, want 600", filepath.Base(p), got)
+		}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if got := strings.Join(names, " "); got != ".gitignore runs.sqlite3 runs.sqlite3-shm runs.sqlite3-wal" {
+		t.Errorf(".nexa holds %s", got)
+	}
+	if s.Path() != path {
+		t.Errorf("Path() = %q, want %q", s.Path(), path)
+	}
+}
+
+func TestOpenKeepsExistingGitignoreAndTightensMode(t *testing.T) {
+	work := t.TempDir()
+	dir := filepath.Join(work, ".nexa")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("custom\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := DefaultPath(work)
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if b, _ := os.ReadFile(filepath.Join(dir, ".gitignore")); string(b) != "custom\n" {
+		t.Errorf(".gitignore overwritten: %q", b)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	fi, _ := os.Stat(path)
+	if got := fi.Mode().Perm(); got != 0o600 {
+		t.Errorf("mode after reopen = %o, want 600", got)
+	}
+}
+
+func TestOpenOtherDirNoGitignore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a", "b", "runs.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	fi, err := os.Stat(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o700 {
+		t.Errorf("dir mode = %o, want 700", got)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(path), ".gitignore")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf(".gitignore written outside .nexa: %v", err)
+	}
+}
+
+func TestPathWithSpecialCharacters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "we?ird #dir %20", "runs.sqlite3")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Create(context.Background(), newRun("r", 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("database not at the given path: %v", err)
+	}
+}
+
+func TestPragmasOnEveryConnection(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	var conns []*sql.Conn
+	for i := 0; i < maxConns; i++ {
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for i, c := range conns {
+		var mode string
+		var sync, fk, busy int
+		if err := c.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy); err != nil {
+			t.Fatal(err)
+		}
+		if mode != "wal" || sync != 2 || fk != 1 || busy != 5000 {
+			t.Errorf("conn %d: journal_mode=%s synchronous=%d foreign_keys=%d busy_timeout=%d", i, mode, sync, fk, busy)
+		}
+	}
+	// A write transaction holds the write lock from BEGIN (IMMEDIATE), not
+	// from its first write: another connection cannot start one meanwhile.
+	tx, err := conns[0].BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conns[1].ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conns[1].ExecContext(ctx, "BEGIN IMMEDIATE"); err == nil || !strings.Contains(err.Error(), "locked") {
+		t.Errorf("second writer began beside an open write transaction: %v", err)
+	}
+	// A read-only transaction (Load's) does not take it.
+	rtx, err := conns[2].BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Errorf("read transaction beside a writer: %v", err)
+	} else {
+		rtx.Rollback()
+	}
+	tx.Rollback()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+func TestCreateLoadRoundTrip(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	st := newRun("run-1", 3, 2)
+	dl := time.Date(2025, 3, 1, 13, 0, 0, 0, time.UTC)
+	st.Config.Deadline = &dl
+	st.Usage = state.Usage{InputTokens: 5, OutputTokens: 6, TotalTokens: 11, ProviderRequests: 1}
+	st.ProviderItems = []state.ProviderItem{{Seq: 0, Raw: json.RawMessage(`{"id":"x"}`), Usage: st.Usage, CreatedAt: st.CreatedAt, Consumed: true}}
+	st.Output = json.RawMessage(`{"answer":42}`)
+	st.Error = &state.RunError{Code: "E", Message: "m"}
+	yes := true
+	st.Journal[1].Decision = &yes
+	st.Journal[1].Arguments = nil
+	st.Journal[1].RawArgs = "not json"
+	st.Journal[1].Valid = false
+	if err := s.Create(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Revision != 1 || st.UpdatedAt.IsZero() {
+		t.Fatalf("after Create: revision %d updated %v", st.Revision, st.UpdatedAt)
+	}
+	got := mustLoad(t, s, "run-1")
+	if a, b := mustJSON(t, got), mustJSON(t, st); a != b {
+		t.Errorf("round trip differs:\nloaded %s\nwant   %s", a, b)
+	}
+	if got.Journal[1].Arguments != nil {
+		t.Errorf("nil arguments loaded as %q", got.Journal[1].Arguments)
+	}
+
+	// A run with no rows loads with empty, non-nil slices.
+	empty := &state.RunState{ID: "empty", Status: state.StatusRunning}
+	if err := s.Create(ctx, empty); err != nil {
+		t.Fatal(err)
+	}
+	e := mustLoad(t, s, "empty")
+	if e.Messages == nil || e.Journal == nil || e.ProviderItems == nil || e.Output != nil || e.Error != nil {
+		t.Errorf("empty run loaded as %+v", e)
+	}
+	if e.CreatedAt.IsZero() || !e.CreatedAt.Equal(e.UpdatedAt) {
+		t.Errorf("zero timestamps not defaulted: %v %v", e.CreatedAt, e.UpdatedAt)
+	}
+}
+
+func TestCreateDuplicateAndInvalid(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	if err := s.Create(ctx, newRun("dup", 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Create(ctx, newRun("dup", 5, 0))
+	if !errors.Is(err, ErrRunExists) {
+		t.Fatalf("duplicate Create: %v, want ErrRunExists", err)
+	}
+	if n := count(t, s, "messages", "dup"); n != 1 {
+		t.Errorf("duplicate Create wrote messages: %d", n)
+	}
+	if err := s.Create(ctx, &state.RunState{}); err == nil {
+		t.Error("Create without id succeeded")
+	}
+	bad := newRun("bad", 2, 0)
+	bad.Messages[1].Seq = 0
+	if err := s.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "append-only") {
+		t.Errorf("duplicate seq: %v", err)
+	}
+	if _, err := s.Load(ctx, "bad"); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("failed Create left a run: %v", err)
+	}
+}
+
+func TestLoadNotFound(t *testing.T) {
+	s, _ := openTemp(t)
+	_, err := s.Load(context.Background(), "nope")
+	if !errors.Is(err, state.ErrNotFound) || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("Load missing: %v", err)
+	}
+}
+
+func TestSaveWritesDeltaAndHeader(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	st := newRun("r", 2, 1)
+	st.ProviderItems = []state.ProviderItem{{Seq: 0, Raw: json.RawMessage(`1`)}}
+	if err := s.Create(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	before := st.UpdatedAt
+	st.Messages = append(st.Messages, message(2), message(3))
+	st.Journal[0].Stage = state.StageStarted
+	st.Journal = append(st.Journal, entry("new", 5, 0))
+	st.ProviderItems[0].Consumed = true
+	st.ProviderItems = append(st.ProviderItems, state.ProviderItem{Seq: 1, Raw: json.RawMessage(`2`)})
+	st.Status = state.StatusCompleted
+	st.Usage.ToolCalls = 7
+	st.Output = json.RawMessage(`"done"`)
+	d := state.Delta{
+		Messages:      st.Messages[2:],
+		Journal:       st.Journal,
+		ProviderItems: st.ProviderItems,
+	}
+	if err := s.Save(ctx, st, d); err != nil {
+		t.Fatal(err)
+	}
+	if st.Revision != 2 || !st.UpdatedAt.After(before) {
+		t.Fatalf("after Save: revision %d updated %v (before %v)", st.Revision, st.UpdatedAt, before)
+	}
+	got := mustLoad(t, s, "r")
+	if a, b := mustJSON(t, got), mustJSON(t, st); a != b {
+		t.Errorf("after Save:\nloaded %s\nwant   %s", a, b)
+	}
+	if count(t, s, "journal", "r") != 2 || count(t, s, "provider_items", "r") != 2 {
+		t.Error("upserts duplicated rows")
+	}
+
+	// Appending an existing message seq fails and writes nothing.
+	st.Status = state.StatusFailed
+	err := s.Save(ctx, st, state.Delta{Messages: []state.Message{message(4), message(1)}})
+	if err == nil || !strings.Contains(err.Error(), "append-only") {
+		t.Fatalf("duplicate seq Save: %v", err)
+	}
+	if st.Revision != 2 {
+		t.Errorf("failed Save changed revision to %d", st.Revision)
+	}
+	got = mustLoad(t, s, "r")
+	if got.Revision != 2 || got.Status != state.StatusCompleted || len(got.Messages) != 4 {
+		t.Errorf("failed Save wrote: revision %d status %s messages %d", got.Revision, got.Status, len(got.Messages))
+	}
+}
+
+func TestSaveConflict(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	if err := s.Create(ctx, newRun("r", 2, 0)); err != nil {
+		t.Fatal(err)
+	}
+	a := mustLoad(t, s, "r")
+	b := mustLoad(t, s, "r")
+
+	a.Messages = append(a.Messages, message(2))
+	if err := s.Save(ctx, a, state.Delta{Messages: a.Messages[2:]}); err != nil {
+		t.Fatal(err)
+	}
+
+	b.Status = state.StatusFailed
+	b.Journal = append(b.Journal, entry("from-b", 0, 1))
+	b.Messages = append(b.Messages, message(3))
+	err := s.Save(ctx, b, state.Delta{Messages: b.Messages[2:], Journal: b.Journal})
+	var ce *state.ConflictError
+	if !errors.As(err, &ce) {
+		t.Fatalf("second Save: %v, want ConflictError", err)
+	}
+	if ce.RunID != "r" || ce.Expected != 1 || ce.Actual != 2 {
+		t.Errorf("conflict = %+v", ce)
+	}
+	if b.Revision != 1 {
+		t.Errorf("losing Save changed revision to %d", b.Revision)
+	}
+	got := mustLoad(t, s, "r")
+	if got.Revision != 2 || got.Status != state.StatusRunning || len(got.Messages) != 3 || len(got.Journal) != 0 ||
+		got.Messages[2].Content != message(2).Content {
+		t.Errorf("losing Save wrote something: %s", mustJSON(t, got))
+	}
+
+	// The winner keeps going.
+	if err := s.Save(ctx, a, state.Delta{}); err != nil || a.Revision != 3 {
+		t.Fatalf("winner's next Save: %v (revision %d)", err, a.Revision)
+	}
+}
+
+func TestSaveMissingRun(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	st := newRun("gone", 1, 0)
+	if err := s.Create(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Prune(ctx, state.Filter{}); err != nil || n != 1 {
+		t.Fatalf("Prune: %d %v", n, err)
+	}
+	err := s.Save(ctx, st, state.Delta{Messages: []state.Message{message(1)}})
+	if !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("Save of a deleted run: %v", err)
+	}
+	if n := count(t, s, "messages", "gone"); n != 0 {
+		t.Errorf("orphan messages written: %d", n)
+	}
+}
+
+func TestUpdate(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	if err := s.Create(ctx, newRun("r", 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := s.Update(ctx, "r", func(st *state.RunState) (state.Delta, error) {
+		st.Status = state.StatusWaitingApproval
+		st.Journal[0].Reason = "approved"
+		st.Messages = append(st.Messages, message(1))
+		return state.Delta{Journal: st.Journal, Messages: st.Messages[1:]}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Revision != 2 || got.Status != state.StatusWaitingApproval {
+		t.Errorf("Update returned revision %d status %s", got.Revision, got.Status)
+	}
+	if a, b := mustJSON(t, mustLoad(t, s, "r")), mustJSON(t, got); a != b {
+		t.Errorf("Update result differs from stored:\n%s\n%s", a, b)
+	}
+
+	sentinel := errors.New("refused")
+	_, err = s.Update(ctx, "r", func(st *state.RunState) (state.Delta, error) {
+		st.Status = state.StatusFailed
+		st.Messages = append(st.Messages, message(2))
+		return state.Delta{Messages: st.Messages[2:]}, sentinel
+	})
+	if err != sentinel {
+		t.Fatalf("Update fn error = %v, want the sentinel unchanged", err)
+	}
+	after := mustLoad(t, s, "r")
+	if after.Revision != 2 || after.Status != state.StatusWaitingApproval || len(after.Messages) != 2 {
+		t.Errorf("failed Update wrote: %s", mustJSON(t, after))
+	}
+
+	if _, err := s.Update(ctx, "nope", func(*state.RunState) (state.Delta, error) {
+		t.Error("fn called for a missing run")
+		return state.Delta{}, nil
+	}); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("Update missing run: %v", err)
+	}
+}
+
+func TestContextCancelled(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	st := newRun("r", 1, 0)
+	if err := s.Create(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	err := s.Save(cctx, st, state.Delta{Messages: []state.Message{message(1)}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Save with cancelled context: %v", err)
+	}
+	if _, err := s.Load(cctx, "r"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Load with cancelled context: %v", err)
+	}
+	if got := mustLoad(t, s, "r"); got.Revision != 1 || len(got.Messages) != 1 {
+		t.Errorf("cancelled Save wrote: revision %d", got.Revision)
+	}
+	if _, err := Open(cctx, tempFile(t, "x.db")); !errors.Is(err, context.Canceled) {
+		t.Errorf("Open with cancelled context: %v", err)
+	}
+}
+
+func TestMigrations(t *testing.T) {
+	path := tempFile(t, "runs.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v, app int
+	s.db.QueryRow("PRAGMA user_version").Scan(&v)
+	s.db.QueryRow("PRAGMA application_id").Scan(&app)
+	if v != SchemaVersion() || app != applicationID {
+		t.Fatalf("fresh store: user_version %d application_id %#x", v, app)
+	}
+	if err := s.Create(context.Background(), newRun("kept", 3, 1)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	// Reopening is idempotent.
+	for i := 0; i < 2; i++ {
+		s, err = Open(context.Background(), path)
+		if err != nil {
+			t.Fatalf("reopen %d: %v", i, err)
+		}
+		if got := mustLoad(t, s, "kept"); len(got.Messages) != 3 {
+			t.Fatalf("reopen lost data")
+		}
+		s.Close()
+	}
+
+	// A later step is applied forward, once, keeping the data.
+	s, err = Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	steps := append(append([]migration(nil), migrations...), migration{
+		name:  "test column",
+		stmts: []string{`ALTER TABLE runs ADD COLUMN note TEXT`},
+	})
+	for i := 0; i < 2; i++ {
+		if err := migrate(context.Background(), s.db, steps); err != nil {
+			t.Fatalf("migrate to %d (pass %d): %v", len(steps), i, err)
+		}
+	}
+	s.db.QueryRow("PRAGMA user_version").Scan(&v)
+	if v != len(steps) {
+		t.Errorf("user_version = %d, want %d", v, len(steps))
+	}
+	if got := mustLoad(t, s, "kept"); len(got.Messages) != 3 || len(got.Journal) != 1 {
+		t.Errorf("migration lost data")
+	}
+
+	// A failing step rolls back entirely.
+	bad := append(append([]migration(nil), steps...), migration{
+		name:  "broken",
+		stmts: []string{`CREATE TABLE t1 (x INTEGER)`, `THIS IS NOT SQL`},
+	})
+	if err := migrate(context.Background(), s.db, bad); err == nil || !strings.Contains(err.Error(), "broken") {
+		t.Fatalf("broken migration: %v", err)
+	}
+	var n int
+	s.db.QueryRow("SELECT count(*) FROM sqlite_schema WHERE name = 't1'").Scan(&n)
+	s.db.QueryRow("PRAGMA user_version").Scan(&v)
+	if n != 0 || v != len(steps) {
+		t.Errorf("failed migration left table=%d user_version=%d", n, v)
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	path := tempFile(t, "runs.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	before := snapshot(t, path)
+
+	_, err = Open(context.Background(), path)
+	if !errors.Is(err, ErrNewerSchema) || !strings.Contains(err.Error(), "99") {
+		t.Fatalf("Open newer store: %v", err)
+	}
+	if !bytes.Equal(before, snapshot(t, path)) {
+		t.Error("newer store modified")
+	}
+}
+
+// snapshot reads a closed database file (its last connection checkpointed
+// the WAL into it), so two snapshots compare everything stored.
+func snapshot(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestCorruptFileRefused(t *testing.T) {
+	path := tempFile(t, "runs.sqlite3")
+	junk := make([]byte, 3*4096+17)
+	rand.Read(junk)
+	if err := os.WriteFile(path, junk, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), path)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of random bytes succeeded")
+	}
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
+		t.Errorf("error = %v, want ErrCorrupt naming the path", err)
+	}
+	got, _ := os.ReadFile(path)
+	if !bytes.Equal(got, junk) {
+		t.Error("corrupt file was modified")
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o644 {
+		t.Errorf("corrupt file's mode changed to %o", fi.Mode().Perm())
+	}
+
+	// A text file is no better.
+	if err := os.WriteFile(path, []byte("hello\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(context.Background(), path); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("text file: %v", err)
+	}
+}
+
+// TestDamagedPages overwrites pages in the middle of a valid store: the
+// damage surfaces as ErrCorrupt from whatever reads it, never as a panic, and
+// reading does not write to the file.
+func TestDamagedPages(t *testing.T) {
+	path := tempFile(t, "runs.sqlite3")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4; i++ {
+		if err := s.Create(context.Background(), newRun("r"+string(rune('0'+i)), 50, 20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const page = 4096
+	if len(b) < 20*page {
+		t.Fatalf("store too small to damage: %d bytes", len(b))
+	}
+	rand.Read(b[3*page : len(b)-3*page])
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = Open(context.Background(), path)
+	if err != nil {
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Open damaged store: %v, want ErrCorrupt", err)
+		}
+		return
+	}
+	defer s.Close()
+	corrupt := 0
+	for i := 0; i < 4; i++ {
+		_, err := s.Load(context.Background(), "r"+string(rune('0'+i)))
+		if errors.Is(err, ErrCorrupt) {
+			t.Logf("load r%d: %v", i, err)
+			corrupt++
+		} else if err != nil && !errors.Is(err, state.ErrNotFound) && !strings.Contains(err.Error(), "decode") {
+			t.Errorf("Load from damaged store: %v", err)
+		}
+	}
+	if _, err := s.List(context.Background(), state.Filter{}); err != nil && !errors.Is(err, ErrCorrupt) {
+		t.Errorf("List damaged store: %v", err)
+	}
+	if corrupt == 0 {
+		t.Error("no load reported the damage")
+	}
+	s.Close()
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, b) {
+		t.Error("reading a damaged store wrote to it")
+	}
+}
+
+func TestForeignDatabaseRefused(t *testing.T) {
+	path := tempFile(t, "other.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE notes (x TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before := snapshot(t, path)
+	if _, err := Open(context.Background(), path); !errors.Is(err, ErrNotRunStore) {
+		t.Fatalf("Open foreign db: %v", err)
+	}
+	if !bytes.Equal(before, snapshot(t, path)) {
+		t.Error("foreign database modified")
+	}
+}
+
+func TestOpenDirectoryPath(t *testing.T) {
+	if _, err := Open(context.Background(), t.TempDir()); err == nil {
+		t.Fatal("Open of a directory succeeded")
+	}
+	if _, err := Open(context.Background(), ""); err == nil {
+		t.Fatal("Open of an empty path succeeded")
+	}
+}
+
+func TestListAndPrune(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	mk := func(id, agent string, status state.Status, created, updated time.Duration) {
+		st := newRun(id, 2, 1)
+		st.Config.Agent = agent
+		st.Status = status
+		st.CreatedAt = now.Add(-created)
+		st.UpdatedAt = now.Add(-updated)
+		if err := s.Create(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("a", "alpha", state.StatusCompleted, 96*time.Hour, 90*time.Hour)
+	mk("b", "beta", state.StatusFailed, 72*time.Hour, 48*time.Hour)
+	mk("c", "alpha", state.StatusRunning, 2*time.Hour, time.Hour)
+	mk("d", "beta", state.StatusCompleted, time.Hour, time.Minute)
+	mk("e", "alpha", state.StatusCompleted, time.Hour, time.Minute) // same created_at as d
+
+	ids := func(f state.Filter) string {
+		t.Helper()
+		l, err := s.List(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, x := range l {
+			out = append(out, x.ID)
+		}
+		return strings.Join(out, ",")
+	}
+	cases := []struct {
+		f    state.Filter
+		want string
+	}{
+		{state.Filter{}, "e,d,c,b,a"},
+		{state.Filter{Limit: 2}, "e,d"},
+		{state.Filter{Status: state.StatusCompleted}, "e,d,a"},
+		{state.Filter{Agent: "alpha"}, "e,c,a"},
+		{state.Filter{Agent: "alpha", Status: state.StatusCompleted}, "e,a"},
+		{state.Filter{OlderThan: 24 * time.Hour}, "b,a"},
+		{state.Filter{OlderThan: 24 * time.Hour, Status: state.StatusFailed}, "b"},
+		{state.Filter{Status: state.StatusInterrupted}, ""},
+	}
+	for _, c := range cases {
+		if got := ids(c.f); got != c.want {
+			t.Errorf("List(%+v) = %q, want %q", c.f, got, c.want)
+		}
+	}
+	l, _ := s.List(ctx, state.Filter{Limit: 1})
+	if x := l[0]; x.Agent != "alpha" || x.File != "agents/demo.nx" || x.Revision != 1 || x.Status != state.StatusCompleted ||
+		x.CreatedAt.Unix() != now.Add(-time.Hour).Unix() {
+		t.Errorf("summary = %+v", x)
+	}
+
+	// A save refreshes updated_at, so the run is no longer old.
+	b := mustLoad(t, s, "b")
+	if err := s.Save(ctx, b, state.Delta{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(state.Filter{OlderThan: 24 * time.Hour}); got != "a" {
+		t.Errorf("after saving b: %q", got)
+	}
+
+	n, err := s.Prune(ctx, state.Filter{OlderThan: 24 * time.Hour})
+	if err != nil || n != 1 {
+		t.Fatalf("Prune older: %d %v", n, err)
+	}
+	for _, table := range []string{"messages", "journal"} {
+		if c := count(t, s, table, "a"); c != 0 {
+			t.Errorf("%s rows of pruned run remain: %d", table, c)
+		}
+	}
+	if _, err := s.Load(ctx, "a"); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("pruned run loads: %v", err)
+	}
+	n, err = s.Prune(ctx, state.Filter{Status: state.StatusCompleted, Agent: "beta"})
+	if err != nil || n != 1 {
+		t.Fatalf("Prune status+agent: %d %v", n, err)
+	}
+	if got := ids(state.Filter{}); got != "e,c,b" {
+		t.Errorf("after prunes: %q", got)
+	}
+	if count(t, s, "messages", "c") != 2 {
+		t.Error("prune touched another run's rows")
+	}
+}
+
+// TestTwoHandlesRace has two handles on one file, as two processes would,
+// save the same loaded revision at the same moment: exactly one wins each
+// round and the loser writes nothing.
+func TestTwoHandlesRace(t *testing.T) {
+	path := tempFile(t, "runs.sqlite3")
+	ctx := context.Background()
+	var hs [2]*SQLite
+	for i := range hs {
+		s, err := Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		hs[i] = s
+	}
+	if err := hs[0].Create(ctx, newRun("r", 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 25
+	wins := [2]int{}
+	for round := 0; round < rounds; round++ {
+		var (
+			sts  [2]*state.RunState
+			errs [2]error
+			wg   sync.WaitGroup
+		)
+		for i, h := range hs {
+			sts[i] = mustLoad(t, h, "r")
+		}
+		rev := sts[0].Revision
+		start := make(chan struct{})
+		order := []int{0, 1}
+		if round%2 == 1 {
+			order = []int{1, 0} // vary which goroutine the scheduler favours
+		}
+		for _, i := range order {
+			h := hs[i]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st := sts[i]
+				m := message(len(st.Messages)) // the same seq from both
+				m.Name = []string{"h0", "h1"}[i]
+				st.Messages = append(st.Messages, m)
+				<-start
+				errs[i] = h.Save(ctx, st, state.Delta{Messages: []state.Message{m}})
+			}()
+		}
+		close(start)
+		wg.Wait()
+		winner := -1
+		for i, err := range errs {
+			var ce *state.ConflictError
+			switch {
+			case err == nil:
+				if winner >= 0 {
+					t.Fatalf("round %d: both saves succeeded", round)
+				}
+				winner = i
+			case errors.As(err, &ce):
+				if ce.Expected != rev || ce.Actual != rev+1 {
+					t.Errorf("round %d: conflict %+v, want %d→%d", round, ce, rev, rev+1)
+				}
+			default:
+				t.Fatalf("round %d handle %d: %v", round, i, err)
+			}
+		}
+		if winner < 0 {
+			t.Fatalf("round %d: no save succeeded: %v", round, errs)
+		}
+		wins[winner]++
+		got := mustLoad(t, hs[1-winner], "r")
+		if got.Revision != rev+1 || len(got.Messages) != int(rev)+1 {
+			t.Fatalf("round %d: stored revision %d with %d messages", round, got.Revision, len(got.Messages))
+		}
+		if last := got.Messages[len(got.Messages)-1]; last.Name != []string{"h0", "h1"}[winner] {
+			t.Fatalf("round %d: stored message from %s, winner was h%d", round, last.Name, winner)
+		}
+	}
+	t.Logf("wins: %v", wins)
+}
+
+// TestLocked holds the write lock from another connection: a write fails
+// after the busy timeout with ErrLocked, while reads still work (WAL).
+func TestLocked(t *testing.T) {
+	s, path := openTemp(t, WithBusyTimeout(150*time.Millisecond))
+	ctx := context.Background()
+	st := newRun("r", 1, 0)
+	if err := s.Create(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+
+	t0 := time.Now()
+	err = s.Save(ctx, st, state.Delta{Messages: []state.Message{message(1)}})
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "locked by another process") {
+		t.Fatalf("Save on locked store: %v", err)
+	}
+	if d := time.Since(t0); d < 100*time.Millisecond || d > 3*time.Second {
+		t.Errorf("gave up after %v, want about the busy timeout", d)
+	}
+	if st.Revision != 1 {
+		t.Errorf("failed Save changed revision")
+	}
+	if got := mustLoad(t, s, "r"); got.Revision != 1 {
+		t.Errorf("Load while locked: revision %d", got.Revision)
+	}
+	if _, err := s.List(ctx, state.Filter{}); err != nil {
+		t.Errorf("List while locked: %v", err)
+	}
+
+	// A cancelled wait ends early with the context's error.
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	s2, err := Open(ctx, path, WithBusyTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	t0 = time.Now()
+	if err := s2.Save(cctx, st, state.Delta{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Save with deadline on a locked store: %v", err)
+	}
+	if d := time.Since(t0); d > 2*time.Second {
+		t.Errorf("cancelled wait took %v", d)
+	}
+
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(ctx, st, state.Delta{Messages: []state.Message{message(1)}}); err != nil {
+		t.Fatalf("Save after unlock: %v", err)
+	}
+}
