@@ -32,9 +32,10 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"capture": cmdCapture,
-			"jsonis":  cmdJSONIs,
-			"exits":   cmdExits,
+			"capture":   cmdCapture,
+			"jsonis":    cmdJSONIs,
+			"exits":     cmdExits,
+			"fakemodel": cmdFakeModel,
 		},
 	})
 }

@@ -1,11 +1,24 @@
 // Package provider defines how the runtime asks a model for the next step,
 // and holds the implementations: an offline scripted model and
 // OpenAI-compatible Chat Completions.
+//
+//   - NewScript reads a JSON file of turns (see Script and
+//     docs/providers.md); the turn that answers is the number of assistant
+//     messages already in the request, so it is stateless and resume-safe.
+//   - NewOpenAI talks to any OpenAI-compatible Chat Completions server,
+//     streaming or not; it reads no environment variable itself.
+//   - WithRetry retries transient failures (*Error with Transient) with
+//     exponential backoff and jitter, honouring Retry-After and never
+//     waiting past the context's deadline.
+//
+// Every failure a provider reports is an *Error whose Kind is one of the
+// Kind* constants and whose Message never contains an API key.
 package provider
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -43,7 +56,11 @@ type Reply struct {
 	Message state.Message
 	// Raw is the provider's response as received (for a stream, the
 	// assembled response), kept for audit.
-	Raw   json.RawMessage
+	Raw json.RawMessage
+	// Usage of this reply: tokens as the provider counted them (estimated
+	// for a script), ProviderRequests 1 (the request that produced the
+	// reply; failed tries are not counted) and ToolCalls 0 (the runtime
+	// counts the calls it journals).
 	Usage state.Usage
 	// FinishReason as reported by the provider.
 	FinishReason string
@@ -68,8 +85,9 @@ type Provider interface {
 // retry. Message never contains a key.
 type Error struct {
 	// Kind is a short cause: "connection", "rate_limited", "server",
-	// "auth", "model_not_found", "invalid_request", "stream_cut",
-	// "script_exhausted", "malformed_reply".
+	// "auth", "model_not_found", "not_found", "invalid_request",
+	// "stream_cut", "script_exhausted", "malformed_reply" (the Kind*
+	// constants).
 	Kind       string
 	Status     int // HTTP status, 0 if none
 	Transient  bool
@@ -77,9 +95,21 @@ type Error struct {
 	Message    string
 }
 
+// Error renders the kind, the status and the message, for logs and the
+// CLI's error object.
 func (e *Error) Error() string {
 	if e.Status != 0 {
 		return fmt.Sprintf("provider %s (HTTP %d): %s", e.Kind, e.Status, e.Message)
 	}
 	return fmt.Sprintf("provider %s: %s", e.Kind, e.Message)
+}
+
+// AsError finds the *Error in err's chain, so callers that wrap provider
+// errors with context can still read the kind and transience.
+func AsError(err error) (*Error, bool) {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe, true
+	}
+	return nil, false
 }

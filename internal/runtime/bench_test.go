@@ -1,0 +1,77 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/runtime/provider"
+	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/store"
+)
+
+// loopProvider asks for one tool call per turn until rounds are done.
+type loopProvider struct{ rounds int }
+
+func (p loopProvider) Complete(_ context.Context, req provider.Request, _ func(provider.Event)) (provider.Reply, error) {
+	n := 0
+	for _, m := range req.Messages {
+		if m.Role == state.RoleAssistant {
+			n++
+		}
+	}
+	if n >= p.rounds {
+		return provider.Reply{Message: state.Message{Role: state.RoleAssistant, Content: "done"}, Raw: json.RawMessage(`{}`)}, nil
+	}
+	call := state.ToolCall{ID: fmt.Sprintf("c%d", n), Name: "echo", Arguments: `{"text":"step"}`}
+	return provider.Reply{Message: state.Message{Role: state.RoleAssistant, ToolCalls: []state.ToolCall{call}}, Raw: json.RawMessage(`{}`),
+		Usage: state.Usage{InputTokens: 100, OutputTokens: 10, TotalTokens: 110}}, nil
+}
+
+func (loopProvider) Identity() state.ProviderIdentity { return state.ProviderIdentity{Kind: "bench", Model: "m"} }
+
+type echoExec struct{}
+
+func (echoExec) Execute(_ context.Context, inv runtime.Invocation) (runtime.Outcome, error) {
+	return runtime.Outcome{Output: string(inv.Arguments), Success: true}, nil
+}
+
+// BenchmarkRunStep measures the runtime's own cost per tool round (provider
+// reply saved, started saved, result saved, tool message saved) with the
+// SQLite store, for short and long runs; ns/step should not grow with the
+// length of the run.
+func BenchmarkRunStep(b *testing.B) {
+	for _, rounds := range []int{10, 200} {
+		b.Run(fmt.Sprintf("rounds=%d", rounds), func(b *testing.B) {
+			s, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "runs.sqlite3"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			prog := &compile.Program{
+				Hash: "sha256:bench",
+				Tools: []*compile.Tool{{Name: "echo", Description: "Echo", Risk: "low", Timeout: 5,
+					Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
+					Body:       compile.Body{Kind: compile.BodyPython}}},
+				Agents: []*compile.Agent{{Name: "A", Prompt: "p", Tools: []string{"echo"}, Retry: -1}},
+			}
+			r, err := runtime.NewRunner(runtime.Config{Program: prog, Agent: prog.Agents[0], Store: s, Provider: loopProvider{rounds: rounds},
+				Executors: map[compile.BodyKind]runtime.Executor{compile.BodyPython: echoExec{}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				st, err := r.Start(context.Background(), runtime.NewRun{Task: "t", WorkDir: "/w"})
+				if err != nil || st.Status != state.StatusCompleted {
+					b.Fatalf("%v %s", err, st.Status)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rounds), "ns/step")
+		})
+	}
+}

@@ -1,0 +1,49 @@
+package provider
+
+import "net/http"
+
+// The kinds of *Error, as short stable strings the runtime and the CLI can
+// switch on and print.
+const (
+	KindConnection    = "connection"
+	KindRateLimited   = "rate_limited"
+	KindServer        = "server"
+	KindAuth          = "auth"
+	KindModelNotFound = "model_not_found"
+	// KindNotFound is a 404 that does not name the model: usually a base
+	// URL without its /v1 suffix.
+	KindNotFound        = "not_found"
+	KindInvalidRequest  = "invalid_request"
+	KindStreamCut       = "stream_cut"
+	KindScriptExhausted = "script_exhausted"
+	KindMalformedReply  = "malformed_reply"
+)
+
+// classifyStatus maps an HTTP status to an error kind and whether a retry
+// may help: rate limits and server errors pass, everything else in 4xx is a
+// property of the request and fails the same way again.
+func classifyStatus(status int) (kind string, transient bool) {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return KindRateLimited, true
+	case status >= 500:
+		return KindServer, true
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return KindAuth, false
+	case status == http.StatusNotFound:
+		return KindModelNotFound, false
+	case status == http.StatusRequestTimeout:
+		// A request timeout is the server giving up waiting, not a
+		// rejection of the request itself.
+		return KindServer, true
+	default:
+		return KindInvalidRequest, false
+	}
+}
+
+// IsTransient reports whether err is a provider failure that a retry may
+// cure; the retry wrapper and the runtime share this one test.
+func IsTransient(err error) bool {
+	pe, ok := AsError(err)
+	return ok && pe.Transient
+}

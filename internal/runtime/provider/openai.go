@@ -1,0 +1,785 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+// DefaultOpenAIBaseURL is where an OpenAI provider sends requests when no
+// base URL is configured.
+const DefaultOpenAIBaseURL = "https://api.openai.com/v1"
+
+// OpenAIConfig is everything an OpenAI-compatible endpoint needs. The CLI
+// resolves it from flags, environment and secrets (runtime.md 10); this
+// package reads no environment variable itself, so a key meant for one
+// server can never leak to another.
+type OpenAIConfig struct {
+	// BaseURL of the API, e.g. https://api.openai.com/v1 or
+	// http://localhost:11434/v1; empty means DefaultOpenAIBaseURL.
+	BaseURL string
+	// APIKey is sent as a bearer token; empty sends no Authorization
+	// header (local servers).
+	APIKey string
+	// Model is the model name sent when a Request names none.
+	Model string
+	// HTTPClient replaces the default client (tests, proxies); nil uses a
+	// client whose only timeout is on response headers, since streams
+	// may legitimately run for minutes.
+	HTTPClient *http.Client
+	// Kind is the identity kind reported to the run; empty means "openai".
+	Kind string
+}
+
+// OpenAI talks to any OpenAI-compatible Chat Completions endpoint (OpenAI,
+// DeepSeek, vLLM, Ollama, llama.cpp, LM Studio) through the official
+// openai-go client, with the client's own retries disabled: WithRetry and
+// the runtime own retries so they can respect the run's deadline.
+type OpenAI struct {
+	cfg     OpenAIConfig
+	baseURL string
+	svc     openai.ChatCompletionService
+}
+
+// NewOpenAI checks cfg and builds a provider. It fails on a missing model or
+// a base URL that is not an absolute http(s) URL, so a misconfiguration is
+// reported before a run is created.
+func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
+	if strings.TrimSpace(cfg.Model) == "" {
+		return nil, errors.New("openai provider: no model configured; pass --model or set NEXA_MODEL")
+	}
+	base := strings.TrimSpace(cfg.BaseURL)
+	if base == "" {
+		base = DefaultOpenAIBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("openai provider: base URL %q is not an absolute http(s) URL (e.g. http://localhost:11434/v1)", redactString(base, cfg.APIKey))
+	}
+	base = strings.TrimRight(base, "/")
+	if cfg.Kind == "" {
+		cfg.Kind = "openai"
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = &http.Client{Transport: http.DefaultTransport}
+		if t, ok := http.DefaultTransport.(*http.Transport); ok {
+			// A server that accepts and never answers fails (and is
+			// retried) instead of hanging until the deadline; the body
+			// of a stream is not limited.
+			t = t.Clone()
+			t.ResponseHeaderTimeout = 10 * time.Minute
+			client.Transport = t
+		}
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(base + "/"),
+		option.WithHTTPClient(client),
+		option.WithMaxRetries(0),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	// NewChatCompletionService, unlike openai.NewClient, reads no
+	// OPENAI_* environment variable: configuration comes from cfg only.
+	return &OpenAI{cfg: cfg, baseURL: base, svc: openai.NewChatCompletionService(opts...)}, nil
+}
+
+// Identity names the endpoint (kind, base URL, model) and never the key.
+func (o *OpenAI) Identity() state.ProviderIdentity {
+	return state.ProviderIdentity{Kind: o.cfg.Kind, BaseURL: o.baseURL, Model: o.cfg.Model}
+}
+
+// Complete sends one Chat Completions request, streamed when req.Stream is
+// set, and returns the complete reply or an *Error classified for retries.
+func (o *OpenAI) Complete(ctx context.Context, req Request, progress func(Event)) (Reply, error) {
+	params, err := o.params(req)
+	if err != nil {
+		return Reply{}, &Error{Kind: KindInvalidRequest, Message: o.redact(err.Error())}
+	}
+	var reply Reply
+	if req.Stream {
+		reply, err = o.stream(ctx, params, progress)
+	} else {
+		reply, err = o.complete(ctx, params)
+	}
+	if err != nil {
+		return Reply{}, err
+	}
+	reply.Raw = o.redactRaw(reply.Raw)
+	return reply, nil
+}
+
+// params converts a provider-neutral request to the Chat Completions wire
+// format.
+func (o *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
+	model := req.Model
+	if model == "" {
+		model = o.cfg.Model
+	}
+	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(model)}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case state.RoleSystem:
+			p.Messages = append(p.Messages, openai.SystemMessage(m.Content))
+		case state.RoleUser:
+			p.Messages = append(p.Messages, openai.UserMessage(m.Content))
+		case state.RoleAssistant:
+			a := openai.ChatCompletionAssistantMessageParam{}
+			// An assistant message that only calls tools carries no
+			// content; one without calls always does, even if empty.
+			if m.Content != "" || len(m.ToolCalls) == 0 {
+				a.Content.OfString = openai.String(m.Content)
+			}
+			for _, c := range m.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+						ID: c.ID,
+						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+							Name:      c.Name,
+							Arguments: c.Arguments,
+						},
+					},
+				})
+			}
+			p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		case state.RoleTool:
+			if m.ToolCallID == "" {
+				return p, fmt.Errorf("message %d: a tool message has no tool_call_id", i+1)
+			}
+			p.Messages = append(p.Messages, openai.ToolMessage(m.Content, m.ToolCallID))
+		default:
+			return p, fmt.Errorf("message %d: unknown role %q", i+1, m.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		schema, err := toolSchema(t.Parameters)
+		if err != nil {
+			return p, fmt.Errorf("tool %s: %w", t.Name, err)
+		}
+		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
+		if t.Description != "" {
+			fd.Description = openai.String(t.Description)
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fd))
+	}
+	switch req.ToolChoice {
+	case "":
+		// The server's default: auto when tools are offered.
+	case "auto", "required", "none":
+		if len(req.Tools) > 0 {
+			p.ToolChoice.OfAuto = openai.String(req.ToolChoice)
+		}
+	default:
+		return p, fmt.Errorf("tool choice %q is not auto, required or none", req.ToolChoice)
+	}
+	if req.Temperature != nil {
+		p.Temperature = openai.Float(*req.Temperature)
+	}
+	if req.MaxTokens > 0 {
+		p.MaxTokens = openai.Int(int64(req.MaxTokens))
+	}
+	if req.JSONOutput {
+		p.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
+	}
+	if req.Stream {
+		p.StreamOptions.IncludeUsage = openai.Bool(true)
+	}
+	return p, nil
+}
+
+// toolSchema decodes a tool's JSON Schema, keeping numbers exact; an empty
+// schema means a tool without arguments.
+func toolSchema(raw json.RawMessage) (shared.FunctionParameters, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return shared.FunctionParameters{"type": "object", "properties": map[string]any{}}, nil
+	}
+	// Values stay json.RawMessage so the schema is sent byte for byte
+	// (the SDK's encoder would turn a json.Number into a string).
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("parameters are not a JSON Schema object: %w", err)
+	}
+	if m == nil {
+		return nil, errors.New("parameters are not a JSON Schema object")
+	}
+	out := make(shared.FunctionParameters, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// complete is the non-streaming path.
+func (o *OpenAI) complete(ctx context.Context, params openai.ChatCompletionNewParams) (Reply, error) {
+	var res *http.Response
+	cc, err := o.svc.New(ctx, params, option.WithResponseInto(&res))
+	if err != nil {
+		return Reply{}, o.classify(ctx, err, res)
+	}
+	return o.replyFrom(cc)
+}
+
+// replyFrom converts a whole (non-streamed) completion.
+func (o *OpenAI) replyFrom(cc *openai.ChatCompletion) (Reply, error) {
+	raw := json.RawMessage(cc.RawJSON())
+	if len(cc.Choices) == 0 {
+		return Reply{}, &Error{Kind: KindMalformedReply, Message: "the response has no choices: " + o.redact(truncate(string(raw), 300))}
+	}
+	ch := cc.Choices[0]
+	msg := state.Message{Role: state.RoleAssistant, Content: ch.Message.Content}
+	if msg.Content == "" && ch.Message.Refusal != "" {
+		msg.Content = ch.Message.Refusal
+	}
+	for _, tc := range ch.Message.ToolCalls {
+		msg.ToolCalls = append(msg.ToolCalls, state.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	fillCallIDs(msg.ToolCalls, raw)
+	if len(raw) == 0 || !json.Valid(raw) {
+		raw, _ = json.Marshal(cc)
+	}
+	return Reply{
+		Message:      msg,
+		Raw:          raw,
+		Usage:        usageFrom(cc.Usage),
+		FinishReason: ch.FinishReason,
+	}, nil
+}
+
+// usageFrom converts the wire usage; total is derived when a server omits it.
+func usageFrom(u openai.CompletionUsage) state.Usage {
+	out := state.Usage{
+		InputTokens:      int(u.PromptTokens),
+		OutputTokens:     int(u.CompletionTokens),
+		TotalTokens:      int(u.TotalTokens),
+		ProviderRequests: 1,
+	}
+	if out.TotalTokens == 0 {
+		out.TotalTokens = out.InputTokens + out.OutputTokens
+	}
+	return out
+}
+
+// fillCallIDs gives an id to every call a server sent without one (some
+// local servers do): derived from the reply's bytes, so it is stable for a
+// saved reply and unlikely to repeat across turns.
+func fillCallIDs(calls []state.ToolCall, raw []byte) {
+	var prefix string
+	for i := range calls {
+		if calls[i].ID != "" {
+			continue
+		}
+		if prefix == "" {
+			sum := sha256.Sum256(raw)
+			prefix = "call_" + hex.EncodeToString(sum[:6])
+		}
+		calls[i].ID = prefix + "_" + strconv.Itoa(i+1)
+	}
+}
+
+// stream is the SSE path: it assembles the deltas into one reply, which is
+// returned only once the model has said it finished.
+func (o *OpenAI) stream(ctx context.Context, params openai.ChatCompletionNewParams, progress func(Event)) (Reply, error) {
+	var res *http.Response
+	_, err := o.svc.New(ctx, params,
+		option.WithJSONSet("stream", true),
+		option.WithHeader("Accept", "text/event-stream"),
+		option.WithResponseBodyInto(&res))
+	if err != nil {
+		return Reply{}, o.classify(ctx, err, res)
+	}
+	if res == nil || res.Body == nil {
+		return Reply{}, &Error{Kind: KindMalformedReply, Message: "the server returned no response body"}
+	}
+	defer res.Body.Close()
+
+	// A server that ignores "stream": true answers with a plain JSON
+	// completion; take it as such.
+	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt == "application/json" {
+		body, err := io.ReadAll(res.Body)
+		if err != nil {
+			return Reply{}, o.classify(ctx, fmt.Errorf("read response: %w", err), nil)
+		}
+		var cc openai.ChatCompletion
+		if err := json.Unmarshal(body, &cc); err != nil {
+			return Reply{}, &Error{Kind: KindMalformedReply, Message: "the response is not a chat completion: " + o.redact(truncate(string(body), 300))}
+		}
+		return o.replyFrom(&cc)
+	}
+
+	dec := ssestream.NewDecoder(res)
+	if dec == nil {
+		return Reply{}, &Error{Kind: KindMalformedReply, Message: "the server returned no response body"}
+	}
+	defer dec.Close()
+	var acc streamAcc
+	for dec.Next() {
+		data := bytes.TrimSpace(dec.Event().Data)
+		if len(data) == 0 {
+			continue
+		}
+		if bytes.Equal(data, []byte("[DONE]")) {
+			acc.done = true
+			break
+		}
+		if perr := o.streamError(data); perr != nil {
+			return Reply{}, perr
+		}
+		var chunk openai.ChatCompletionChunk
+		if err := json.Unmarshal(data, &chunk); err != nil {
+			return Reply{}, &Error{Kind: KindMalformedReply, Message: fmt.Sprintf("a stream event is not a chat completion chunk (%v): %s", err, o.redact(truncate(string(data), 300)))}
+		}
+		if text := acc.add(&chunk); text != "" && progress != nil {
+			progress(Event{TextDelta: text})
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return Reply{}, fmt.Errorf("openai stream: %w", err)
+	}
+	if err := dec.Err(); err != nil {
+		return Reply{}, &Error{Kind: KindStreamCut, Transient: true, Message: "the stream broke before the reply was complete: " + o.redact(err.Error())}
+	}
+	if acc.finish == "" {
+		why := "the stream ended"
+		if acc.done {
+			why = "the stream sent [DONE]"
+		}
+		return Reply{}, &Error{Kind: KindStreamCut, Transient: true, Message: why + " before the model finished its reply (no finish_reason)"}
+	}
+	return acc.reply()
+}
+
+// streamError recognises an error event inside a stream ({"error": ...}),
+// which servers send when they fail after the headers went out.
+func (o *OpenAI) streamError(data []byte) *Error {
+	var probe struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &probe) != nil || len(probe.Error) == 0 || string(probe.Error) == "null" {
+		return nil
+	}
+	msg := errorText(data)
+	var body struct {
+		Error struct {
+			Type string `json:"type"`
+			Code any    `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(data, &body)
+	kind, transient := KindServer, true
+	code := fmt.Sprint(body.Error.Code)
+	switch {
+	case strings.Contains(code, "rate_limit") || strings.Contains(body.Error.Type, "rate_limit"):
+		kind = KindRateLimited
+	case strings.Contains(body.Error.Type, "invalid_request"):
+		kind, transient = KindInvalidRequest, false
+	}
+	return &Error{Kind: kind, Transient: transient, Message: "the server reported an error in the stream: " + o.redact(msg)}
+}
+
+// streamAcc assembles the chunks of one streamed completion.
+type streamAcc struct {
+	id, model, fingerprint string
+	created                int64
+	content, refusal       strings.Builder
+	calls                  []*accCall
+	finish                 string
+	usage                  openai.CompletionUsage
+	usageRaw               json.RawMessage
+	done                   bool
+}
+
+// accCall is one tool call being assembled from its deltas.
+type accCall struct {
+	index     int64
+	id, name  string
+	arguments strings.Builder
+}
+
+// add folds a chunk into the reply and returns its text delta. Only choice 0
+// is kept: the runtime never asks for more than one.
+func (a *streamAcc) add(c *openai.ChatCompletionChunk) string {
+	if a.id == "" {
+		a.id = c.ID
+	}
+	if c.Model != "" {
+		a.model = c.Model
+	}
+	if c.Created != 0 {
+		a.created = c.Created
+	}
+	if c.SystemFingerprint != "" {
+		a.fingerprint = c.SystemFingerprint
+	}
+	if c.JSON.Usage.Valid() {
+		a.usage = c.Usage
+		a.usageRaw = json.RawMessage(c.Usage.RawJSON())
+	}
+	var text string
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		d := ch.Delta
+		text += d.Content
+		a.content.WriteString(d.Content)
+		a.refusal.WriteString(d.Refusal)
+		for _, tc := range d.ToolCalls {
+			a.call(tc).arguments.WriteString(tc.Function.Arguments)
+		}
+		if ch.FinishReason != "" {
+			a.finish = ch.FinishReason
+		}
+	}
+	return text
+}
+
+// call finds or starts the call a tool-call delta belongs to. The id and
+// name arrive with the first delta of an index; later deltas carry argument
+// pieces. A server that omits the index continues the last call unless it
+// names a new id.
+func (a *streamAcc) call(tc openai.ChatCompletionChunkChoiceDeltaToolCall) *accCall {
+	var c *accCall
+	if tc.JSON.Index.Valid() {
+		for _, x := range a.calls {
+			if x.index == tc.Index {
+				c = x
+				break
+			}
+		}
+	} else if n := len(a.calls); n > 0 && (tc.ID == "" || tc.ID == a.calls[n-1].id) {
+		c = a.calls[n-1]
+	}
+	if c == nil {
+		idx := tc.Index
+		if !tc.JSON.Index.Valid() {
+			idx = int64(len(a.calls))
+		}
+		c = &accCall{index: idx}
+		a.calls = append(a.calls, c)
+	}
+	if c.id == "" {
+		c.id = tc.ID
+	}
+	if c.name == "" {
+		c.name = tc.Function.Name
+	}
+	return c
+}
+
+// reply builds the complete reply and a raw response shaped like a
+// non-streamed chat completion, so that the audit trail reads the same
+// whichever way the reply arrived.
+func (a *streamAcc) reply() (Reply, error) {
+	calls := append([]*accCall(nil), a.calls...)
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].index < calls[j].index })
+	msg := state.Message{Role: state.RoleAssistant, Content: a.content.String()}
+	if msg.Content == "" && a.refusal.Len() > 0 {
+		msg.Content = a.refusal.String()
+	}
+	type rawFunction struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+	type rawCall struct {
+		ID       string      `json:"id"`
+		Type     string      `json:"type"`
+		Function rawFunction `json:"function"`
+	}
+	type rawMessage struct {
+		Role      string    `json:"role"`
+		Content   *string   `json:"content"`
+		Refusal   *string   `json:"refusal"`
+		ToolCalls []rawCall `json:"tool_calls,omitempty"`
+	}
+	type rawChoice struct {
+		Index        int        `json:"index"`
+		Message      rawMessage `json:"message"`
+		FinishReason string     `json:"finish_reason"`
+	}
+	type rawCompletion struct {
+		ID                string          `json:"id"`
+		Object            string          `json:"object"`
+		Created           int64           `json:"created"`
+		Model             string          `json:"model"`
+		SystemFingerprint string          `json:"system_fingerprint,omitempty"`
+		Choices           []rawChoice     `json:"choices"`
+		Usage             json.RawMessage `json:"usage,omitempty"`
+	}
+	for _, c := range calls {
+		msg.ToolCalls = append(msg.ToolCalls, state.ToolCall{ID: c.id, Name: c.name, Arguments: c.arguments.String()})
+	}
+	rm := rawMessage{Role: "assistant"}
+	if s := a.content.String(); s != "" || len(calls) == 0 {
+		rm.Content = &s
+	}
+	if s := a.refusal.String(); s != "" {
+		rm.Refusal = &s
+	}
+	rc := rawCompletion{
+		ID: a.id, Object: "chat.completion", Created: a.created, Model: a.model,
+		SystemFingerprint: a.fingerprint,
+		Choices:           []rawChoice{{Message: rm, FinishReason: a.finish}},
+	}
+	if len(a.usageRaw) > 0 && json.Valid(a.usageRaw) {
+		rc.Usage = a.usageRaw
+	}
+	// Ids missing on the wire are derived from the assembled reply
+	// without them, then written into the raw copy too.
+	fillRaw := func() (json.RawMessage, error) {
+		rc.Choices[0].Message.ToolCalls = nil
+		for _, c := range msg.ToolCalls {
+			rc.Choices[0].Message.ToolCalls = append(rc.Choices[0].Message.ToolCalls,
+				rawCall{ID: c.ID, Type: "function", Function: rawFunction{Name: c.Name, Arguments: c.Arguments}})
+		}
+		return json.Marshal(rc)
+	}
+	raw, err := fillRaw()
+	if err != nil {
+		return Reply{}, fmt.Errorf("openai stream: encode assembled reply: %w", err)
+	}
+	needIDs := false
+	for _, c := range msg.ToolCalls {
+		needIDs = needIDs || c.ID == ""
+	}
+	if needIDs {
+		fillCallIDs(msg.ToolCalls, raw)
+		if raw, err = fillRaw(); err != nil {
+			return Reply{}, fmt.Errorf("openai stream: encode assembled reply: %w", err)
+		}
+	}
+	return Reply{Message: msg, Raw: raw, Usage: usageFrom(a.usage), FinishReason: a.finish}, nil
+}
+
+// classify turns a failed request into an *Error (or, when the caller's
+// context ended, the context's error, which is not the provider's fault and
+// must not be retried).
+func (o *OpenAI) classify(ctx context.Context, err error, res *http.Response) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("openai request: %w", ctxErr)
+	}
+	var apiErr *openai.Error
+	status := 0
+	var header http.Header
+	var body []byte
+	if errors.As(err, &apiErr) {
+		status = apiErr.StatusCode
+		if apiErr.Response != nil {
+			header = apiErr.Response.Header
+			body = readBody(apiErr.Response)
+		}
+	} else if res != nil && res.StatusCode >= 400 {
+		// The SDK could not parse the error body; the status still
+		// decides.
+		status, header, body = res.StatusCode, res.Header, readBody(res)
+	}
+	if status != 0 {
+		return o.statusError(status, header, body)
+	}
+	return o.transportError(err, res)
+}
+
+// readBody reads what is left of an error response, bounded.
+func readBody(res *http.Response) []byte {
+	if res == nil || res.Body == nil {
+		return nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	return b
+}
+
+// statusError classifies an HTTP error status.
+func (o *OpenAI) statusError(status int, header http.Header, body []byte) *Error {
+	kind, transient := classifyStatus(status)
+	server := errorText(body)
+	e := &Error{Kind: kind, Status: status, Transient: transient}
+	switch kind {
+	case KindAuth:
+		if o.cfg.APIKey == "" {
+			e.Message = fmt.Sprintf("the server requires an API key (HTTP %d) and none is configured; set NEXA_API_KEY or the provider's key variable", status)
+		} else {
+			e.Message = fmt.Sprintf("the API key was rejected (HTTP %d); check NEXA_API_KEY or the provider's key variable", status)
+		}
+	case KindModelNotFound:
+		if !strings.Contains(strings.ToLower(server), "model") {
+			e.Kind = KindNotFound
+			e.Message = fmt.Sprintf("%s/chat/completions was not found; check --base-url (an OpenAI-compatible base URL usually ends in /v1)", o.baseURL)
+		} else {
+			e.Message = fmt.Sprintf("model %q is not available at %s; check --model", o.cfg.Model, o.baseURL)
+		}
+	case KindRateLimited:
+		e.RetryAfter = retryAfter(header, time.Now())
+		e.Message = "the server is rate limiting requests"
+	case KindServer:
+		e.RetryAfter = retryAfter(header, time.Now())
+		e.Message = "the server failed to answer"
+	default:
+		e.Message = "the server rejected the request"
+	}
+	if server != "" {
+		e.Message += ": " + truncate(server, 500)
+	}
+	e.Message = o.redact(e.Message)
+	return e
+}
+
+// transportError classifies a failure without an HTTP status: the network,
+// or a body the client could not read or parse.
+func (o *OpenAI) transportError(err error, res *http.Response) *Error {
+	msg := o.redact(err.Error())
+	var dnsErr *net.DNSError
+	var certErr *x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var certInvalid x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+		return &Error{Kind: KindConnection, Message: fmt.Sprintf("cannot resolve the host of %s: %s", o.baseURL, msg)}
+	case errors.As(err, &certErr), errors.As(err, &hostErr), errors.As(err, &certInvalid):
+		return &Error{Kind: KindConnection, Message: fmt.Sprintf("TLS verification of %s failed: %s", o.baseURL, msg)}
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return &Error{Kind: KindConnection, Transient: true, Message: fmt.Sprintf("cannot reach %s: %s", o.baseURL, msg)}
+	}
+	var netErr net.Error
+	var urlErr *url.Error
+	if errors.As(err, &netErr) || errors.As(err, &urlErr) {
+		return &Error{Kind: KindConnection, Transient: true, Message: fmt.Sprintf("cannot reach %s: %s", o.baseURL, msg)}
+	}
+	if res != nil {
+		return &Error{Kind: KindMalformedReply, Status: res.StatusCode, Message: fmt.Sprintf(
+			"the response from %s is not a chat completion (Content-Type %q); is --base-url an OpenAI-compatible API (it usually ends in /v1)? %s",
+			o.baseURL, res.Header.Get("Content-Type"), msg)}
+	}
+	return &Error{Kind: KindConnection, Message: fmt.Sprintf("request to %s failed: %s", o.baseURL, msg)}
+}
+
+// errorText finds the human message in an error body: OpenAI's
+// {"error": {"message"}}, Ollama's {"error": "..."}, FastAPI's
+// {"detail": ...}, {"message": ...}, else the text itself.
+func errorText(body []byte) string {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return ""
+	}
+	var v map[string]json.RawMessage
+	if json.Unmarshal(body, &v) == nil {
+		str := func(raw json.RawMessage) string {
+			var s string
+			if json.Unmarshal(raw, &s) == nil {
+				return s
+			}
+			return ""
+		}
+		if raw, ok := v["error"]; ok {
+			if s := str(raw); s != "" {
+				return s
+			}
+			var inner map[string]json.RawMessage
+			if json.Unmarshal(raw, &inner) == nil {
+				if s := str(inner["message"]); s != "" {
+					return s
+				}
+			}
+		}
+		for _, k := range []string{"message", "detail"} {
+			if s := str(v[k]); s != "" {
+				return s
+			}
+		}
+		if raw, ok := v["detail"]; ok {
+			return string(raw)
+		}
+	}
+	return string(body)
+}
+
+// retryAfter reads Retry-After-Ms, then Retry-After (seconds or an HTTP
+// date); zero when absent or unparsable.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if h == nil {
+		return 0
+	}
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < 1e9 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s > 0 && s < 1e6 {
+			return time.Duration(s * float64(time.Second))
+		}
+		return 0
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// truncate shortens s to at most n bytes on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// redact removes the API key from text meant for people.
+func (o *OpenAI) redact(s string) string { return redactString(s, o.cfg.APIKey) }
+
+// redactString replaces every occurrence of key in s.
+func redactString(s, key string) string {
+	if key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, key, "[redacted]")
+}
+
+// redactRaw removes the key from a raw response before it is saved in the
+// run (a run never holds a secret); a key too short to be a real secret is
+// left alone so that the JSON is not mangled.
+func (o *OpenAI) redactRaw(raw json.RawMessage) json.RawMessage {
+	k := o.cfg.APIKey
+	if len(k) < 8 || !bytes.Contains(raw, []byte(k)) {
+		return raw
+	}
+	out := bytes.ReplaceAll(raw, []byte(k), []byte("[redacted]"))
+	if !json.Valid(out) {
+		// Keep it valid JSON for the store, and still without the key.
+		out, _ = json.Marshal(string(out))
+	}
+	return out
+}

@@ -1,0 +1,524 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+// DefaultScriptModel is the model name a script reports when its file
+// names none, so that a run's identity always has a model.
+const DefaultScriptModel = "scripted"
+
+// Script is an offline, deterministic provider that answers from a JSON file
+// of turns. It exists so that demos, tests and CI can drive the whole agent
+// loop (tool calls, approvals, resume) without a network or a model.
+//
+// The file format (docs/providers.md has the long version):
+//
+//	{
+//	  "model": "scripted",
+//	  "turns": [
+//	    {"tool_calls": [{"id": "call_1", "name": "record_review",
+//	                     "arguments": {"content": "looks good"}}]},
+//	    {"content": "Done.", "usage": {"input_tokens": 10, "output_tokens": 2}}
+//	  ]
+//	}
+//
+// A turn has "content" (text), "tool_calls", or both; optionally "usage"
+// ({"input_tokens", "output_tokens", "total_tokens"}), "finish_reason", or
+// instead an "error" that simulates a provider failure. A tool call has a
+// "name", an optional "id" (default call_<turn>_<index>, both 1-based) and
+// "arguments": a JSON object (sent as its compact text), a JSON string
+// (sent verbatim, so malformed arguments can be tested), or absent ("{}").
+//
+// Which turn answers is derived from the request alone, by counting the
+// assistant messages already in the conversation: the first turn answers a
+// fresh conversation, the second the conversation after the first reply,
+// and so on.
+// That makes a Script stateless and resume-safe: a resumed run asks for the
+// same turn its crashed predecessor would have asked for.
+//
+// An error turn, {"error": {"status": 500, "message": "...", "times": 2}},
+// fails the request with the *Error a real server with that status would
+// produce (429 and 5xx are transient). With "times": n only the first n
+// requests for that turn in this process fail and the turn's content or
+// tool calls answer afterwards; without it (or 0) every request fails. The
+// counter lives in memory, so it is deterministic within one process and
+// starts again in a new one.
+type Script struct {
+	path  string
+	model string
+	sum   string
+	turns []scriptTurn
+
+	mu       sync.Mutex
+	failures map[int]int // turn index → error replies given so far
+}
+
+// scriptFile is the JSON shape of a script file.
+type scriptFile struct {
+	Model string            `json:"model"`
+	Turns []json.RawMessage `json:"turns"`
+}
+
+// scriptTurn is one parsed turn, ready to answer.
+type scriptTurn struct {
+	Content      string           `json:"content"`
+	ToolCalls    []scriptCall     `json:"tool_calls"`
+	Usage        *scriptUsage     `json:"usage"`
+	FinishReason string           `json:"finish_reason"`
+	Error        *scriptError     `json:"error"`
+	calls        []state.ToolCall // resolved from ToolCalls
+}
+
+// scriptCall is a tool call as written in the file.
+type scriptCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// scriptUsage overrides the estimated token counts of a turn.
+type scriptUsage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+	TotalTokens  int `json:"total_tokens"`
+}
+
+// scriptError simulates a provider failure.
+type scriptError struct {
+	Status     int     `json:"status"`
+	Kind       string  `json:"kind"`
+	Message    string  `json:"message"`
+	Transient  *bool   `json:"transient"`
+	RetryAfter float64 `json:"retry_after"` // seconds
+	Times      int     `json:"times"`
+}
+
+// NewScript reads and checks a script file. Every problem with the file
+// (missing, not JSON, an unknown field, a turn that says nothing) is
+// reported here with the file's path and, where known, the line and column,
+// so that a broken script fails before a run is created.
+func NewScript(path string) (*Script, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read script: %w", err)
+	}
+	s, err := parseScript(path, data)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// parseScript checks and resolves the bytes of a script file.
+func parseScript(path string, data []byte) (*Script, error) {
+	sum := sha256.Sum256(data)
+	s := &Script{
+		path:     path,
+		sum:      "sha256:" + hex.EncodeToString(sum[:]),
+		failures: map[int]int{},
+	}
+	var f scriptFile
+	if err := decodeStrict(data, 0, &f); err != nil {
+		return nil, scriptErr(path, data, err)
+	}
+	if f.Turns == nil {
+		return nil, fmt.Errorf("script %s: no \"turns\" array; a script is {\"model\": ..., \"turns\": [...]}", path)
+	}
+	s.model = f.Model
+	if s.model == "" {
+		s.model = DefaultScriptModel
+	}
+	offsets, err := turnOffsets(data)
+	if err != nil {
+		return nil, scriptErr(path, data, err)
+	}
+	for i, raw := range f.Turns {
+		base := int64(0)
+		if i < len(offsets) {
+			base = offsets[i]
+		}
+		var t scriptTurn
+		if err := decodeStrict(raw, base, &t); err != nil {
+			return nil, scriptErr(path, data, fmt.Errorf("turn %d: %w", i+1, err))
+		}
+		if err := t.resolve(i); err != nil {
+			return nil, fmt.Errorf("script %s:%s: turn %d: %w", path, lineCol(data, base), i+1, err)
+		}
+		s.turns = append(s.turns, t)
+	}
+	return s, nil
+}
+
+// resolve checks a turn and computes its tool calls.
+func (t *scriptTurn) resolve(i int) error {
+	if t.Content == "" && len(t.ToolCalls) == 0 && t.Error == nil {
+		return errors.New(`the turn says nothing; give "content", "tool_calls" or "error"`)
+	}
+	if e := t.Error; e != nil {
+		if e.Status == 0 && e.Kind == "" {
+			return errors.New(`"error" needs a "status" (e.g. 500) or a "kind"`)
+		}
+		if e.Times < 0 {
+			return errors.New(`"error"."times" must not be negative`)
+		}
+		if e.Times > 0 && t.Content == "" && len(t.ToolCalls) == 0 {
+			return errors.New(`an "error" with "times" needs "content" or "tool_calls" to answer once the failures are used up`)
+		}
+	}
+	if u := t.Usage; u != nil && (u.InputTokens < 0 || u.OutputTokens < 0 || u.TotalTokens < 0) {
+		return errors.New(`"usage" counts must not be negative`)
+	}
+	seen := map[string]bool{}
+	for j, c := range t.ToolCalls {
+		if c.Name == "" {
+			return fmt.Errorf("tool call %d has no \"name\"", j+1)
+		}
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d_%d", i+1, j+1)
+		}
+		if seen[id] {
+			return fmt.Errorf("tool call id %q is used twice", id)
+		}
+		seen[id] = true
+		args, err := scriptArguments(c.Arguments)
+		if err != nil {
+			return fmt.Errorf("tool call %d (%s): %w", j+1, c.Name, err)
+		}
+		t.calls = append(t.calls, state.ToolCall{ID: id, Name: c.Name, Arguments: args})
+	}
+	return nil
+}
+
+// scriptArguments turns the "arguments" value of a call into the text the
+// model would have sent: a string verbatim, any other JSON value compacted.
+func scriptArguments(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "{}", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("arguments: %w", err)
+		}
+		return s, nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return "", fmt.Errorf("arguments: %w", err)
+	}
+	return buf.String(), nil
+}
+
+// decodeStrict decodes one JSON value refusing unknown fields and trailing
+// data; base is the value's offset in the file, added to error offsets.
+func decodeStrict(data []byte, base int64, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return &posError{off: base + se.Offset, err: err}
+		case errors.As(err, &te):
+			field := te.Field
+			if field == "" {
+				field = "value"
+			}
+			return &posError{off: base + te.Offset, err: fmt.Errorf("%s: expected %s, found JSON %s", field, te.Type, te.Value)}
+		case errors.Is(err, io.EOF):
+			return &posError{off: base, err: errors.New("empty file; a script is {\"model\": ..., \"turns\": [...]}")}
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return &posError{off: base + int64(len(data)), err: errors.New("unexpected end of JSON")}
+		}
+		off := base + dec.InputOffset()
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			// Point at the field's key rather than past its value.
+			if i := bytes.Index(data, []byte(name)); i >= 0 {
+				off = base + int64(i)
+			}
+		}
+		return &posError{off: off, err: unknownFieldHint(err)}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return &posError{off: base + dec.InputOffset(), err: errors.New("unexpected data after the script's JSON object")}
+	}
+	return nil
+}
+
+// unknownFieldHint rewords encoding/json's unknown-field error to list the
+// fields a script knows.
+func unknownFieldHint(err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return fmt.Errorf("unknown field %s (known: model, turns; in a turn: content, tool_calls, usage, finish_reason, error; in a tool call: id, name, arguments)", name)
+	}
+	return err
+}
+
+// posError is a decoding error at a byte offset of the file.
+type posError struct {
+	off int64
+	err error
+}
+
+// Error is the message without the position; scriptErr adds it.
+func (e *posError) Error() string { return e.err.Error() }
+
+// Unwrap exposes the decoding error.
+func (e *posError) Unwrap() error { return e.err }
+
+// scriptErr formats a decoding error as path:line:col: message.
+func scriptErr(path string, data []byte, err error) error {
+	var pe *posError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("script %s:%s: %w", path, lineCol(data, pe.off), err)
+	}
+	return fmt.Errorf("script %s: %w", path, err)
+}
+
+// lineCol renders a byte offset as 1-based "line:column".
+func lineCol(data []byte, off int64) string {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	if off < 0 {
+		off = 0
+	}
+	line, col := 1, 1
+	for _, b := range data[:off] {
+		if b == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	return strconv.Itoa(line) + ":" + strconv.Itoa(col)
+}
+
+// turnOffsets finds the byte offset of each element of the top-level
+// "turns" array, so that errors inside a turn can name a line.
+func turnOffsets(data []byte) ([]int64, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil { // {
+		return nil, err
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := tok.(string)
+		if key != "turns" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if _, err := dec.Token(); err != nil { // [
+			return nil, err
+		}
+		var offs []int64
+		for dec.More() {
+			// InputOffset is just past the previous token; skip the
+			// separator and spaces to land on the element itself.
+			off := dec.InputOffset()
+			for off < int64(len(data)) && strings.ContainsRune(" \t\r\n,", rune(data[off])) {
+				off++
+			}
+			offs = append(offs, off)
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, err
+			}
+		}
+		return offs, nil
+	}
+	return nil, nil
+}
+
+// Identity names the script by kind, model and the sha256 of the file, so a
+// run never resumes against an edited script.
+func (s *Script) Identity() state.ProviderIdentity {
+	return state.ProviderIdentity{Kind: "script", Model: s.model, Digest: s.sum}
+}
+
+// Turns reports how many turns the script has; tests and the CLI use it to
+// describe a script.
+func (s *Script) Turns() int { return len(s.turns) }
+
+// Complete answers with the turn selected by the number of assistant
+// messages in the request. It never touches the network; when req.Stream is
+// set the content is also reported through progress in word-sized pieces so
+// that demos look like a streaming model.
+func (s *Script) Complete(ctx context.Context, req Request, progress func(Event)) (Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return Reply{}, fmt.Errorf("script provider: %w", err)
+	}
+	idx := 0
+	for _, m := range req.Messages {
+		if m.Role == state.RoleAssistant {
+			idx++
+		}
+	}
+	if idx >= len(s.turns) {
+		return Reply{}, &Error{
+			Kind: KindScriptExhausted,
+			Message: fmt.Sprintf("script %s has %d turn(s) and the conversation already has %d assistant message(s), so there is no turn %d to answer with; add turns to the script",
+				s.path, len(s.turns), idx, idx+1),
+		}
+	}
+	t := &s.turns[idx]
+	if t.Error != nil {
+		if err := s.fail(idx, t.Error); err != nil {
+			return Reply{}, err
+		}
+	}
+
+	msg := state.Message{
+		Role:      state.RoleAssistant,
+		Content:   t.Content,
+		ToolCalls: append([]state.ToolCall(nil), t.calls...),
+	}
+	finish := t.FinishReason
+	if finish == "" {
+		finish = "stop"
+		if len(msg.ToolCalls) > 0 {
+			finish = "tool_calls"
+		}
+	}
+	usage := estimateUsage(req.Messages, msg)
+	if u := t.Usage; u != nil {
+		usage.InputTokens, usage.OutputTokens = u.InputTokens, u.OutputTokens
+		usage.TotalTokens = u.TotalTokens
+		if usage.TotalTokens == 0 {
+			usage.TotalTokens = u.InputTokens + u.OutputTokens
+		}
+	}
+
+	if req.Stream && progress != nil && msg.Content != "" {
+		for _, piece := range splitWords(msg.Content) {
+			progress(Event{TextDelta: piece})
+		}
+	}
+
+	raw, err := json.Marshal(scriptRaw{
+		Provider:     "script",
+		Model:        s.model,
+		Turn:         idx + 1,
+		Message:      msg,
+		FinishReason: finish,
+		Usage:        usage,
+	})
+	if err != nil {
+		return Reply{}, fmt.Errorf("script provider: encode reply: %w", err)
+	}
+	return Reply{Message: msg, Raw: raw, Usage: usage, FinishReason: finish}, nil
+}
+
+// scriptRaw is what a script reply records as its raw response.
+type scriptRaw struct {
+	Provider     string        `json:"provider"`
+	Model        string        `json:"model"`
+	Turn         int           `json:"turn"`
+	Message      state.Message `json:"message"`
+	FinishReason string        `json:"finish_reason"`
+	Usage        state.Usage   `json:"usage"`
+}
+
+// fail returns the simulated failure of an error turn, or nil once a turn
+// with "times" has failed that often.
+func (s *Script) fail(idx int, e *scriptError) error {
+	if e.Times > 0 {
+		s.mu.Lock()
+		n := s.failures[idx]
+		if n >= e.Times {
+			s.mu.Unlock()
+			return nil
+		}
+		s.failures[idx] = n + 1
+		s.mu.Unlock()
+	}
+	kind, transient := classifyStatus(e.Status)
+	if e.Kind != "" {
+		kind = e.Kind
+	}
+	if e.Transient != nil {
+		transient = *e.Transient
+	}
+	msg := e.Message
+	if msg == "" {
+		msg = fmt.Sprintf("simulated failure of script turn %d", idx+1)
+	}
+	return &Error{
+		Kind:       kind,
+		Status:     e.Status,
+		Transient:  transient,
+		RetryAfter: time.Duration(e.RetryAfter * float64(time.Second)),
+		Message:    msg,
+	}
+}
+
+// estimateUsage is the deterministic token estimate of a script reply: a
+// token per four bytes of text, rounded up, so budgets can be exercised
+// without a tokenizer.
+func estimateUsage(in []state.Message, out state.Message) state.Usage {
+	count := func(m state.Message) int {
+		n := len(m.Content)
+		for _, c := range m.ToolCalls {
+			n += len(c.Name) + len(c.Arguments)
+		}
+		return n
+	}
+	inBytes := 0
+	for _, m := range in {
+		inBytes += count(m)
+	}
+	u := state.Usage{
+		InputTokens:      (inBytes + 3) / 4,
+		OutputTokens:     (count(out) + 3) / 4,
+		ProviderRequests: 1,
+	}
+	u.TotalTokens = u.InputTokens + u.OutputTokens
+	return u
+}
+
+// splitWords cuts text after each run of spaces, keeping every byte.
+func splitWords(text string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(text); i++ {
+		if text[i] == ' ' || text[i] == '\n' {
+			j := i
+			for j+1 < len(text) && (text[j+1] == ' ' || text[j+1] == '\n') {
+				j++
+			}
+			out = append(out, text[start:j+1])
+			start = j + 1
+			i = j
+		}
+	}
+	if start < len(text) {
+		out = append(out, text[start:])
+	}
+	return out
+}
