@@ -224,8 +224,14 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 			dl := time.Now().UTC().Add(timeout).Truncate(time.Second)
 			deadline = &dl
 		}
+		id := runtime.NewRunID(time.Now())
+		release, lerr := lockRun(st.Path(), id)
+		if lerr != nil {
+			return agentFailure(e, f, ExitFailed, runtime.CodeStoreError, lerr.Error())
+		}
+		defer release()
 		run, err = runner.Start(ctx, runtime.NewRun{
-			Task: args[2], File: file, WorkDir: wd, Deadline: deadline,
+			ID: id, Task: args[2], File: file, WorkDir: wd, Deadline: deadline,
 			Budgets: state.Budgets{MaxTurns: f.maxTurns, MaxToolCalls: f.maxToolCalls, MaxTokens: f.maxTokens},
 		})
 	} else {
@@ -239,6 +245,17 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 // and continues the run.
 func resumeRun(ctx context.Context, e *env, c *cobra.Command, f *agentFlags, st storeHandle, runner *runtime.Runner,
 	prog *compile.Program, agentName string, ident state.ProviderIdentity, wd string, timeout time.Duration) (*state.RunState, error) {
+	if !validRunID(f.resume) {
+		return nil, &runtime.Error{Code: runtime.CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", f.resume)}
+	}
+	release, err := lockRun(st.Path(), f.resume)
+	if err != nil {
+		if errors.Is(err, errRunBusy) {
+			return nil, busyError(err)
+		}
+		return nil, &runtime.Error{Code: runtime.CodeStoreError, Message: err.Error(), Err: err}
+	}
+	defer release()
 	run, err := st.Load(ctx, f.resume)
 	if errors.Is(err, state.ErrNotFound) {
 		return nil, &runtime.Error{Code: runtime.CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store %s", f.resume, st.Path())}
@@ -371,4 +388,17 @@ func toolLogOpener(storePath string) func(string) runtime.ToolLog {
 		}
 		return fh
 	}
+}
+
+// validRunID accepts the shape of run ids, so an id never names a path.
+func validRunID(id string) bool {
+	if !strings.HasPrefix(id, "run_") || len(id) > 64 {
+		return false
+	}
+	for _, c := range id[4:] {
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
+			return false
+		}
+	}
+	return len(id) > 4
 }

@@ -237,6 +237,11 @@ func newRunsApproveCmd(e *env, open storeOpener) *cobra.Command {
 				return err
 			}
 			defer s.Close()
+			release, err := lockForWrite(s, args[0])
+			if err != nil {
+				return err
+			}
+			defer release()
 			st, err := s.Update(context.Background(), args[0], func(st *state.RunState) (state.Delta, error) {
 				return runtime.ApplyDecisions(st, []runtime.Decision{{CallID: args[1], Approve: ok, Reason: reason}})
 			})
@@ -309,6 +314,11 @@ then continues with this result without executing the tool again.`,
 				return err
 			}
 			defer s.Close()
+			release, err := lockForWrite(s, args[0])
+			if err != nil {
+				return err
+			}
+			defer release()
 			st, err := s.Update(context.Background(), args[0], func(st *state.RunState) (state.Delta, error) {
 				return runtime.Resolve(st, args[1], text, ok, time.Now())
 			})
@@ -375,4 +385,21 @@ func parseAge(s string) (time.Duration, error) {
 		return 0, usageErrorf("--older-than takes a duration such as 72h or 30d, not %q", s)
 	}
 	return d, nil
+}
+
+// lockForWrite takes the run's lock for an operator's write, refusing while
+// another process drives the run (resolving a call that is still running
+// would record a guess).
+func lockForWrite(s storeHandle, id string) (func(), error) {
+	if !validRunID(id) {
+		return nil, usageErrorf("%q is not a run id (run ids look like run_01JD7…)", id)
+	}
+	release, err := lockRun(s.Path(), id)
+	if errors.Is(err, errRunBusy) {
+		return nil, &exitError{code: ExitConflict, msg: err.Error()}
+	}
+	if err != nil {
+		return nil, &exitError{code: ExitFailed, msg: err.Error()}
+	}
+	return release, nil
 }

@@ -32,7 +32,9 @@ func (p loopProvider) Complete(_ context.Context, req provider.Request, _ func(p
 		Usage: state.Usage{InputTokens: 100, OutputTokens: 10, TotalTokens: 110}}, nil
 }
 
-func (loopProvider) Identity() state.ProviderIdentity { return state.ProviderIdentity{Kind: "bench", Model: "m"} }
+func (loopProvider) Identity() state.ProviderIdentity {
+	return state.ProviderIdentity{Kind: "bench", Model: "m"}
+}
 
 type echoExec struct{}
 

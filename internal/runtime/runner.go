@@ -120,6 +120,9 @@ func (r *Runner) outputSchema() json.RawMessage {
 
 // NewRun describes a run to start.
 type NewRun struct {
+	// ID is the run id to use; a new one is made when empty (the CLI
+	// makes it first so that it can lock the run before it exists).
+	ID       string
 	Task     string
 	File     string
 	WorkDir  string
@@ -131,8 +134,12 @@ type NewRun struct {
 // for a decision, or fails. The returned state is what was last saved.
 func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) {
 	now := r.now().UTC()
+	id := nr.ID
+	if id == "" {
+		id = NewRunID(now)
+	}
 	st := &state.RunState{
-		ID:        NewRunID(now),
+		ID:        id,
 		Status:    state.StatusRunning,
 		CreatedAt: now,
 		UpdatedAt: now,

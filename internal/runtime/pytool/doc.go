@@ -1,0 +1,59 @@
+// Package pytool runs Python tools (python! bodies and legacy `python:`
+// files) for the runtime, one child interpreter per call.
+//
+// # Process model
+//
+// Each Execute starts `python3 -u -c BOOTSTRAP` (or the configured
+// interpreter) in the invocation's working directory, in a process group of
+// its own. BOOTSTRAP is the fixed program in bootstrap.py, embedded in the
+// binary; nothing that comes from the tool, the model or the secrets is ever
+// placed on a command line or spliced into code text. The child is never
+// given a shell.
+//
+// # Protocol
+//
+//   - stdin carries one JSON request, read to EOF, then replaced by
+//     /dev/null:
+//     {"kind": "body"|"file", "source": text or path, "function": tool name,
+//     "params": [names], "arguments": {…}, "secrets": {…}}.
+//     A body becomes `def __nexa_tool__(params…)` whose statements are the
+//     body's own parsed AST (ast.parse of the body text, grafted into a
+//     FunctionDef), so string literals in the body keep their exact text
+//     and traceback line numbers are the body's own. Parameter names are
+//     checked in Go (identifier, not a Python keyword) and again in Python.
+//   - fd 3 (cmd.ExtraFiles) is the result channel, newline-delimited JSON.
+//     The bootstrap moves it to a high close-on-exec descriptor before any
+//     user code runs, so print, open or subprocess cannot touch it by
+//     accident. Records: {"event":"start"} just before the first line of
+//     user code (the function call; for a legacy file, the module import),
+//     then exactly one final record: {"ok":true,"output":…},
+//     {"ok":false,"error":…}, {"unknown":true,"message":…} or {"fatal":…}
+//     (the request could not be set up; no user code ran).
+//   - stdout and stderr share one pipe that is copied to Invocation.Log.
+//
+// # Outcomes
+//
+//   - ok → Outcome{Output, Success: true}; an exception (SystemExit
+//     included) → Outcome{Success: false} whose Output is the tail of the
+//     traceback; the full traceback also goes to the log.
+//   - ToolOutcomeUnknown, a timeout (Invocation.Timeout), a cancelled or
+//     expired context, or a child that dies after the start record without
+//     a final record → an error wrapping runtime.ErrUnknownOutcome: the
+//     effect may have happened. A final record that arrived completely is
+//     used even if the process had to be killed afterwards.
+//   - Nothing ran (interpreter missing, unusable working directory, bad
+//     arguments or parameter names, the bootstrap died before the start
+//     record, sandbox requested) → a *StartError: errors.Is(err,
+//     ErrNotStarted) is true and it does NOT wrap ErrUnknownOutcome. The
+//     runtime may treat such a call as not executed.
+//
+// # Process group
+//
+// After the final record (plus a short grace for the interpreter to exit)
+// or on timeout, the whole process group is sent SIGKILL, so subprocesses a
+// tool started do not outlive its call; a tool that wants a long-lived
+// process must detach it (start_new_session=True). The group is killed
+// while the leader is still an unreaped zombie (waitid WNOWAIT), so the
+// group id cannot have been reused. Being in its own group also shields
+// the tool from the terminal's Ctrl-C: the runtime decides when to stop it.
+package pytool

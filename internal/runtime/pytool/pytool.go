@@ -1,0 +1,663 @@
+package pytool
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/runtime"
+)
+
+// bootstrap is the fixed Python program every call runs (see doc.go).
+//
+//go:embed bootstrap.py
+var bootstrap string
+
+// DefaultPython is the interpreter used when Options.Python is empty.
+const DefaultPython = "python3"
+
+const (
+	defaultExitGrace = 2 * time.Second
+	// drainWait bounds how long we wait for the pipes to reach EOF once
+	// the process group is dead (a process that escaped the group may still
+	// hold them).
+	drainWait = 2 * time.Second
+	// maxResult bounds the result channel; a larger result is an error
+	// outcome rather than unbounded memory.
+	maxResult = 64 << 20
+	// tailSize is how much of the log we keep to explain a failed start.
+	tailSize = 2048
+)
+
+// ErrNotStarted is matched (errors.Is) by every error that means no user
+// code ran, so the runtime can journal the call as not executed instead of
+// unknown. It never wraps runtime.ErrUnknownOutcome.
+var ErrNotStarted = errors.New("python tool not started")
+
+// ErrSandboxUnavailable is matched (errors.Is) when a tool asks for
+// `sandbox: true`: no isolation backend is wired in yet, and a sandboxed
+// tool must never run unsandboxed. The runtime maps it to
+// sandbox_unavailable. Such an error also matches ErrNotStarted.
+var ErrSandboxUnavailable = errors.New("sandbox unavailable")
+
+// StartError reports that a call did not run any user code. Besides
+// errors.Is(err, ErrNotStarted), packages that cannot import pytool (the
+// runtime: pytool imports it) can detect it through its methods:
+//
+//	var ns interface{ NotStarted() bool }
+//	if errors.As(err, &ns) && ns.NotStarted() { … }
+type StartError struct {
+	// Tool is the tool's name.
+	Tool string
+	// Reason says what went wrong, for the user.
+	Reason string
+	// Err is the underlying cause, if any.
+	Err error
+
+	sandbox bool
+}
+
+// Error describes the failure; it names no argument or secret values.
+func (e *StartError) Error() string {
+	msg := fmt.Sprintf("python tool %s not started: %s", e.Tool, e.Reason)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap exposes the cause.
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrNotStarted) (and ErrSandboxUnavailable for a
+// sandbox refusal) true.
+func (e *StartError) Is(target error) bool {
+	return target == ErrNotStarted || (e.sandbox && target == ErrSandboxUnavailable)
+}
+
+// NotStarted reports true: no user code ran.
+func (e *StartError) NotStarted() bool { return true }
+
+// SandboxUnavailable reports whether the call was refused because it needs a
+// sandbox that is not available.
+func (e *StartError) SandboxUnavailable() bool { return e.sandbox }
+
+// Options configures an Executor.
+type Options struct {
+	// Python is the interpreter: a name looked up in PATH or a path (the
+	// CLI passes NEXA_PYTHON). Empty means "python3".
+	Python string
+	// Env is the base environment of every child; nil means the current
+	// process environment at the time of each call. The NEXA_* call
+	// variables are added on top.
+	Env []string
+	// ExitGrace is how long the interpreter may take to exit after it
+	// delivered its result before its process group is killed (atexit
+	// handlers, flushing). Zero means 2s.
+	ExitGrace time.Duration
+}
+
+// Executor runs Python tools, one interpreter process per call. It is safe
+// for concurrent use.
+type Executor struct {
+	python string
+	env    []string
+	hasEnv bool
+	grace  time.Duration
+}
+
+var _ runtime.Executor = (*Executor)(nil)
+
+// New returns an Executor for opts. It does not look for the interpreter
+// yet: a missing interpreter is reported by the first call, as a
+// StartError.
+func New(opts Options) *Executor {
+	python := opts.Python
+	if python == "" {
+		python = DefaultPython
+	}
+	// A relative path with a separator would otherwise be resolved against
+	// each call's working directory.
+	if strings.ContainsRune(python, filepath.Separator) && !filepath.IsAbs(python) {
+		if abs, err := filepath.Abs(python); err == nil {
+			python = abs
+		}
+	}
+	grace := opts.ExitGrace
+	if grace <= 0 {
+		grace = defaultExitGrace
+	}
+	e := &Executor{python: python, grace: grace}
+	if opts.Env != nil {
+		e.env = append([]string(nil), opts.Env...)
+		e.hasEnv = true
+	}
+	return e
+}
+
+// request is the JSON message the bootstrap reads from stdin.
+type request struct {
+	Kind      string                     `json:"kind"`
+	Source    string                     `json:"source"`
+	Function  string                     `json:"function"`
+	Params    []string                   `json:"params"`
+	Arguments map[string]json.RawMessage `json:"arguments"`
+	Secrets   map[string]string          `json:"secrets"`
+}
+
+// record is one line of the result channel.
+type record struct {
+	Event   string  `json:"event"`
+	OK      *bool   `json:"ok"`
+	Output  string  `json:"output"`
+	Error   string  `json:"error"`
+	Unknown bool    `json:"unknown"`
+	Message string  `json:"message"`
+	Fatal   *string `json:"fatal"`
+}
+
+// Execute runs one call of a Python tool. See the package documentation for
+// how each way a call can end maps to an Outcome or an error.
+func (e *Executor) Execute(ctx context.Context, inv runtime.Invocation) (runtime.Outcome, error) {
+	if inv.Tool == nil {
+		return runtime.Outcome{}, &StartError{Tool: "?", Reason: "invocation has no tool"}
+	}
+	name := inv.Tool.Name
+	if inv.Tool.Sandbox {
+		return runtime.Outcome{}, &StartError{Tool: name, sandbox: true,
+			Reason: "the tool requires a sandbox (sandbox: true) and no sandbox backend is available yet; it was not run unsandboxed"}
+	}
+	req, err := buildRequest(inv)
+	if err != nil {
+		return runtime.Outcome{}, &StartError{Tool: name, Reason: "invalid call", Err: err}
+	}
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return runtime.Outcome{}, &StartError{Tool: name, Reason: "encode request", Err: err}
+	}
+	if err := ctx.Err(); err != nil {
+		return runtime.Outcome{}, &StartError{Tool: name, Reason: contextReason(ctx), Err: err}
+	}
+	return e.run(ctx, inv, payload)
+}
+
+// identRE matches a Python identifier of the ASCII kind the compiler
+// produces.
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// pythonKeywords are the hard keywords: they cannot name a parameter.
+var pythonKeywords = map[string]bool{
+	"False": true, "None": true, "True": true, "and": true, "as": true, "assert": true,
+	"async": true, "await": true, "break": true, "class": true, "continue": true,
+	"def": true, "del": true, "elif": true, "else": true, "except": true,
+	"finally": true, "for": true, "from": true, "global": true, "if": true,
+	"import": true, "in": true, "is": true, "lambda": true, "nonlocal": true,
+	"not": true, "or": true, "pass": true, "raise": true, "return": true,
+	"try": true, "while": true, "with": true, "yield": true,
+}
+
+func buildRequest(inv runtime.Invocation) (*request, error) {
+	t := inv.Tool
+	args, err := decodeArguments(inv.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	secrets := inv.Secrets
+	if secrets == nil {
+		secrets = map[string]string{}
+	}
+	req := &request{Function: t.Name, Arguments: args, Secrets: secrets, Params: []string{}}
+	switch {
+	case t.Body.Kind != "" && t.Body.Kind != compile.BodyPython:
+		return nil, fmt.Errorf("tool body is %s, not python", t.Body.Kind)
+	case t.Body.PythonFile != "":
+		req.Kind = "file"
+		req.Source = t.Body.PythonFile
+		if !identRE.MatchString(t.Name) || pythonKeywords[t.Name] {
+			return nil, fmt.Errorf("tool name %q cannot name a Python function", t.Name)
+		}
+	default:
+		req.Kind = "body"
+		req.Source = Dedent(t.Body.Python)
+		props, err := schemaProperties(t.Parameters)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range props {
+			if !identRE.MatchString(p.name) || pythonKeywords[p.name] {
+				return nil, fmt.Errorf("parameter name %q is not usable as a Python parameter", p.name)
+			}
+			req.Params = append(req.Params, p.name)
+			if _, ok := args[p.name]; !ok {
+				// An omitted optional parameter takes its declared
+				// default, else None.
+				if p.def != nil {
+					args[p.name] = p.def
+				} else {
+					args[p.name] = json.RawMessage("null")
+				}
+			}
+		}
+	}
+	return req, nil
+}
+
+func decodeArguments(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	args := map[string]json.RawMessage{}
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		return args, nil
+	}
+	if trimmed[0] != '{' {
+		return nil, errors.New("arguments are not a JSON object")
+	}
+	if err := json.Unmarshal(trimmed, &args); err != nil {
+		return nil, fmt.Errorf("decode arguments: %w", err)
+	}
+	if args == nil {
+		args = map[string]json.RawMessage{}
+	}
+	return args, nil
+}
+
+type property struct {
+	name string
+	def  json.RawMessage
+}
+
+// schemaProperties lists the properties of a parameters schema in their
+// declared order, with their "default" when present.
+func schemaProperties(schema json.RawMessage) ([]property, error) {
+	if len(bytes.TrimSpace(schema)) == 0 {
+		return nil, nil
+	}
+	var top struct {
+		Properties json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(schema, &top); err != nil {
+		return nil, fmt.Errorf("decode parameters schema: %w", err)
+	}
+	if len(top.Properties) == 0 || bytes.Equal(bytes.TrimSpace(top.Properties), []byte("null")) {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(top.Properties))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("decode parameters schema properties: %w", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, errors.New("parameters schema properties is not an object")
+	}
+	var props []property
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("decode parameters schema properties: %w", err)
+		}
+		key, _ := tok.(string)
+		var prop struct {
+			Default json.RawMessage `json:"default"`
+		}
+		if err := dec.Decode(&prop); err != nil {
+			return nil, fmt.Errorf("decode parameter %q schema: %w", key, err)
+		}
+		props = append(props, property{name: key, def: prop.Default})
+	}
+	return props, nil
+}
+
+// Dedent removes the whitespace prefix common to every non-blank line,
+// like Python's textwrap.dedent, after normalising CRLF line ends. The
+// compiler already dedents python! bodies; doing it again is harmless and
+// keeps hand-built IR working.
+func Dedent(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	lines := strings.Split(s, "\n")
+	margin := ""
+	first := true
+	for _, l := range lines {
+		if strings.TrimLeft(l, " \t") == "" {
+			continue
+		}
+		indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
+		if first {
+			margin, first = indent, false
+			continue
+		}
+		margin = commonPrefix(margin, indent)
+	}
+	for i, l := range lines {
+		if strings.TrimLeft(l, " \t") == "" {
+			lines[i] = ""
+			continue
+		}
+		lines[i] = l[len(margin):]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func commonPrefix(a, b string) string {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return a[:i]
+}
+
+// callEnv is the child's environment: the base plus the call variables,
+// which replace any inherited value.
+func (e *Executor) callEnv(inv runtime.Invocation) []string {
+	base := e.env
+	if !e.hasEnv {
+		base = os.Environ()
+	}
+	set := map[string]string{
+		"NEXA_IDEMPOTENCY_KEY": inv.IdempotencyKey(),
+		"NEXA_RUN_ID":          inv.RunID,
+		"NEXA_CALL_ID":         inv.CallID,
+		// The log is bytes; make sure non-ASCII prints cannot fail.
+		"PYTHONIOENCODING": "utf-8:backslashreplace",
+	}
+	env := make([]string, 0, len(base)+len(set))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := set[k]; ok {
+			continue
+		}
+		env = append(env, kv)
+	}
+	for _, k := range []string{"NEXA_IDEMPOTENCY_KEY", "NEXA_RUN_ID", "NEXA_CALL_ID", "PYTHONIOENCODING"} {
+		env = append(env, k+"="+set[k])
+	}
+	return env
+}
+
+func (e *Executor) run(ctx context.Context, inv runtime.Invocation, payload []byte) (runtime.Outcome, error) {
+	name := inv.Tool.Name
+	logW := inv.Log
+	if logW == nil {
+		logW = io.Discard
+	}
+
+	logR, logPipeW, err := os.Pipe()
+	if err != nil {
+		return runtime.Outcome{}, &StartError{Tool: name, Reason: "create log pipe", Err: err}
+	}
+	resR, resPipeW, err := os.Pipe()
+	if err != nil {
+		logR.Close()
+		logPipeW.Close()
+		return runtime.Outcome{}, &StartError{Tool: name, Reason: "create result pipe", Err: err}
+	}
+
+	cmd := exec.Command(e.python, "-u", "-c", bootstrap)
+	cmd.Dir = inv.WorkDir
+	cmd.Env = e.callEnv(inv)
+	cmd.Stdin = bytes.NewReader(payload)
+	cmd.Stdout = logPipeW
+	cmd.Stderr = logPipeW
+	cmd.ExtraFiles = []*os.File{resPipeW} // fd 3
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	startErr := cmd.Start()
+	// The child holds its own copies; ours must go so EOF can be seen.
+	logPipeW.Close()
+	resPipeW.Close()
+	if startErr != nil {
+		logR.Close()
+		resR.Close()
+		return runtime.Outcome{}, &StartError{Tool: name, Reason: e.describeStartFailure(startErr, inv.WorkDir), Err: startErr}
+	}
+	pid := cmd.Process.Pid
+
+	// Copy the tool's output to the log, keeping a tail for diagnostics.
+	tail := &tailBuffer{max: tailSize}
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		_, _ = io.Copy(io.MultiWriter(lenientWriter{w: logW}, tail), logR)
+	}()
+
+	// Read the result channel to EOF.
+	var result []byte
+	var resultTooLarge bool
+	resDone := make(chan struct{})
+	go func() {
+		defer close(resDone)
+		result, resultTooLarge = readLimited(resR, maxResult)
+	}()
+
+	// Learn when the leader exits without reaping it: while it is an
+	// unreaped zombie its pid, and so the group id, cannot be reused.
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		waitExitNoReap(pid)
+	}()
+
+	var timer <-chan time.Time
+	if inv.Timeout > 0 {
+		t := time.NewTimer(inv.Timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+
+	killReason := ""
+	select {
+	case <-exited:
+	case <-resDone:
+		// Result delivered (or the channel closed): let the interpreter
+		// finish its exit, within the grace period.
+		g := time.NewTimer(e.grace)
+		select {
+		case <-exited:
+		case <-g.C:
+		case <-ctx.Done():
+		}
+		g.Stop()
+	case <-timer:
+		killReason = fmt.Sprintf("killed after %s timeout", inv.Timeout)
+	case <-ctx.Done():
+		killReason = "killed: " + contextReason(ctx)
+	}
+
+	// Whatever happened, nothing of this call may keep running.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	<-exited
+	waitErr := cmd.Wait()
+
+	if !waitFor(resDone, drainWait) {
+		resR.Close()
+		<-resDone
+	} else {
+		resR.Close()
+	}
+	if !waitFor(logDone, drainWait) {
+		logR.Close()
+		<-logDone
+	} else {
+		logR.Close()
+	}
+
+	started, final := parseRecords(result)
+	switch {
+	case resultTooLarge:
+		return runtime.Outcome{Output: fmt.Sprintf("tool result exceeds %d bytes", maxResult), Success: false}, nil
+	case final != nil && final.Fatal != nil && !started:
+		return runtime.Outcome{}, &StartError{Tool: name, Reason: *final.Fatal}
+	case final != nil && final.Unknown:
+		return runtime.Outcome{}, fmt.Errorf("python tool %s raised ToolOutcomeUnknown: %s: %w", name, final.Message, runtime.ErrUnknownOutcome)
+	case final != nil && final.OK != nil && *final.OK:
+		return runtime.Outcome{Output: final.Output, Success: true}, nil
+	case final != nil && final.OK != nil:
+		return runtime.Outcome{Output: final.Error, Success: false}, nil
+	}
+
+	reason := killReason
+	if reason == "" {
+		reason = describeExit(cmd.ProcessState, waitErr)
+	}
+	if !started {
+		return runtime.Outcome{}, &StartError{Tool: name, Reason: reason + tail.explain()}
+	}
+	return runtime.Outcome{}, fmt.Errorf("python tool %s: %s: %w", name, reason, runtime.ErrUnknownOutcome)
+}
+
+func (e *Executor) describeStartFailure(err error, dir string) string {
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		return fmt.Sprintf("Python interpreter %q not found in PATH; install Python 3 or set NEXA_PYTHON to its path", e.python)
+	case errors.Is(err, fs.ErrNotExist) && dir != "":
+		if _, statErr := os.Stat(dir); statErr != nil {
+			return fmt.Sprintf("working directory %s is not usable", dir)
+		}
+		return fmt.Sprintf("Python interpreter %q does not exist; install Python 3 or set NEXA_PYTHON to its path", e.python)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Sprintf("Python interpreter %q (or the working directory) is not accessible", e.python)
+	default:
+		return fmt.Sprintf("cannot start Python interpreter %q", e.python)
+	}
+}
+
+func contextReason(ctx context.Context) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return "the run's deadline passed"
+	}
+	return "the run was cancelled"
+}
+
+func describeExit(ps *os.ProcessState, waitErr error) string {
+	if ps == nil {
+		if waitErr != nil {
+			return "the interpreter ended without a result (" + waitErr.Error() + ")"
+		}
+		return "the interpreter ended without a result"
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("the interpreter was killed by signal %s without reporting a result", ws.Signal())
+	}
+	return fmt.Sprintf("the interpreter exited with status %d without reporting a result", ps.ExitCode())
+}
+
+// parseRecords reads the complete lines of the result channel. A last line
+// without its newline was cut short and is ignored; so is any line that is
+// not a record (a tool writing to the channel on purpose).
+func parseRecords(data []byte) (started bool, final *record) {
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		line := data[:i]
+		data = data[i+1:]
+		var r record
+		if err := json.Unmarshal(line, &r); err != nil {
+			continue
+		}
+		switch {
+		case r.Event == "start":
+			started = true
+		case r.OK != nil || r.Unknown || r.Fatal != nil:
+			if final == nil {
+				rr := r
+				final = &rr
+			}
+		}
+	}
+	return started, final
+}
+
+// waitExitNoReap blocks until process pid has exited, leaving it a zombie
+// for cmd.Wait to reap.
+func waitExitNoReap(pid int) {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
+
+func waitFor(ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// readLimited reads r to EOF, keeping at most limit bytes; the rest is
+// drained so the writer never blocks.
+func readLimited(r io.Reader, limit int64) ([]byte, bool) {
+	var buf bytes.Buffer
+	n, _ := io.Copy(&buf, io.LimitReader(r, limit+1))
+	if n > limit {
+		_, _ = io.Copy(io.Discard, r)
+		return nil, true
+	}
+	return buf.Bytes(), false
+}
+
+// lenientWriter keeps draining the tool's output even when the log writer
+// fails, so a broken log can never block the tool.
+type lenientWriter struct{ w io.Writer }
+
+func (l lenientWriter) Write(p []byte) (int, error) {
+	_, _ = l.w.Write(p)
+	return len(p), nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+// explain renders the last lines of output, to say why the interpreter
+// could not start (for example a broken NEXA_PYTHON). Nothing of the tool
+// ran at that point, so the output cannot hold tool data.
+func (t *tailBuffer) explain() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.TrimSpace(strings.ToValidUTF8(string(t.buf), "\uFFFD"))
+	if s == "" {
+		return ""
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return "; interpreter output: " + strings.Join(lines, " | ")
+}

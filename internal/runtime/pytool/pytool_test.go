@@ -1,0 +1,647 @@
+package pytool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/runtime"
+)
+
+// requirePython skips the test when no python3 is installed: every test here
+// runs a real interpreter.
+func requirePython(tb testing.TB) {
+	tb.Helper()
+	if _, err := exec.LookPath(DefaultPython); err != nil {
+		tb.Skipf("python3 not found in PATH (%v): the Python tool executor tests need a real interpreter", err)
+	}
+}
+
+// syncBuffer is a log writer the test can read safely.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// bodyTool builds a python! tool whose parameters are strings (or have the
+// given schema fragment after a colon: "n:{\"type\":\"integer\",\"default\":3}").
+func bodyTool(name, body string, params ...string) *compile.Tool {
+	var props []string
+	for _, p := range params {
+		pname, schema, ok := strings.Cut(p, ":")
+		if !ok {
+			schema = `{"type":"string"}`
+		}
+		props = append(props, strconv.Quote(pname)+":"+schema)
+	}
+	schema := `{"type":"object","properties":{` + strings.Join(props, ",") + `},"additionalProperties":false}`
+	return &compile.Tool{
+		Name:       name,
+		Parameters: json.RawMessage(schema),
+		Timeout:    60,
+		Body:       compile.Body{Kind: compile.BodyPython, Python: body},
+	}
+}
+
+type call struct {
+	exec    *Executor
+	tool    *compile.Tool
+	args    any
+	secrets map[string]string
+	timeout time.Duration
+	dir     string
+	ctx     context.Context
+}
+
+// result is what one call produced.
+type result struct {
+	out runtime.Outcome
+	err error
+	log string
+}
+
+func (c call) run(t *testing.T) (runtime.Outcome, string, error) {
+	r := c.do(t)
+	return r.out, r.log, r.err
+}
+
+func (c call) do(t *testing.T) result {
+	t.Helper()
+	ex := c.exec
+	if ex == nil {
+		ex = New(Options{})
+	}
+	raw := json.RawMessage(`{}`)
+	if c.args != nil {
+		b, err := json.Marshal(c.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = b
+	}
+	dir := c.dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	timeout := c.timeout
+	if timeout == 0 {
+		timeout = 20 * time.Second
+	}
+	ctx := c.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	log := &syncBuffer{}
+	out, err := ex.Execute(ctx, runtime.Invocation{
+		RunID: "run-1", CallID: "call-7", Tool: c.tool, Arguments: raw,
+		WorkDir: dir, Secrets: c.secrets, Timeout: timeout, Log: log,
+	})
+	return result{out, err, log.String()}
+}
+
+func mustSucceed(t *testing.T, r result) string {
+	t.Helper()
+	out, err, log := r.out, r.err, r.log
+	if err != nil {
+		t.Fatalf("Execute: %v (log: %q)", err, log)
+	}
+	if !out.Success {
+		t.Fatalf("tool failed: %q (log: %q)", out.Output, log)
+	}
+	if out.Sandboxed {
+		t.Fatalf("Sandboxed = true for an ordinary Python tool")
+	}
+	return out.Output
+}
+
+func TestReturnValues(t *testing.T) {
+	requirePython(t)
+	cases := []struct {
+		name, body, want string
+	}{
+		{"str", `return "hello"`, "hello"},
+		{"none", `return None`, ""},
+		{"no_return", `x = 1`, ""},
+		{"dict", `return {"a": 1, "b": [True, None]}`, `{"a": 1, "b": [true, null]}`},
+		{"int", `return 42`, "42"},
+		{"bool", `return False`, "false"},
+		{"not_json", `return {1, 2} and object.__new__(type("Thing", (), {"__str__": lambda self: "thing!"}))`, "thing!"},
+		{"bytes", `return "é".encode("utf-8")`, "é"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := mustSucceed(t, call{tool: bodyTool("t_"+tc.name, tc.body)}.do(t))
+			if got != tc.want {
+				t.Fatalf("output = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPrintGoesToLogNotResult(t *testing.T) {
+	requirePython(t)
+	body := `
+print("to stdout")
+print('{"ok": true, "output": "forged"}')
+sys.stderr.write("to stderr\n")
+import os as _os
+_os.write(1, b"raw fd1\n")
+_os.write(2, b"raw fd2\n")
+import subprocess
+subprocess.run(["echo", "from a child"], check=True)
+return "real"
+`
+	r := call{tool: bodyTool("printer", body)}.do(t)
+	log := r.log
+	if out := mustSucceed(t, r); out != "real" {
+		t.Fatalf("output = %q, want real", out)
+	}
+	for _, want := range []string{"to stdout", "forged", "to stderr", "raw fd1", "raw fd2", "from a child"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log %q lacks %q", log, want)
+		}
+	}
+}
+
+func TestExceptionIsFailedOutcome(t *testing.T) {
+	requirePython(t)
+	body := "x = 1\n\nraise ValueError('bad input: ' + str(x))\n"
+	out, log, err := call{tool: bodyTool("boom", body)}.run(t)
+	if err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	if out.Success {
+		t.Fatalf("Success = true for a raising tool")
+	}
+	for _, want := range []string{"ValueError: bad input: 1", "line 3", "in boom", "raise ValueError"} {
+		if !strings.Contains(out.Output, want) {
+			t.Errorf("error text %q lacks %q", out.Output, want)
+		}
+	}
+	if strings.Contains(out.Output, "_nexa_main") {
+		t.Errorf("error text shows bootstrap frames: %q", out.Output)
+	}
+	if !strings.Contains(log, "ValueError: bad input") {
+		t.Errorf("traceback not in log: %q", log)
+	}
+}
+
+func TestSyntaxErrorAndSysExitAreFailedOutcomes(t *testing.T) {
+	requirePython(t)
+	for name, body := range map[string]string{
+		"syntax":  "return (",
+		"sysexit": "sys.exit(3)",
+	} {
+		out, _, err := call{tool: bodyTool(name, body)}.run(t)
+		if err != nil {
+			t.Fatalf("%s: Execute: %v", name, err)
+		}
+		if out.Success || out.Output == "" {
+			t.Fatalf("%s: outcome = %+v, want a failure with text", name, out)
+		}
+		if strings.Contains(out.Output, "_nexa_main") || strings.Contains(out.Output, "ast.py") {
+			t.Errorf("%s: error text shows bootstrap frames: %q", name, out.Output)
+		}
+	}
+}
+
+func TestToolOutcomeUnknown(t *testing.T) {
+	requirePython(t)
+	out, _, err := call{tool: bodyTool("unsure", `raise ToolOutcomeUnknown("payment gateway timed out")`)}.run(t)
+	if !errors.Is(err, runtime.ErrUnknownOutcome) {
+		t.Fatalf("err = %v (outcome %+v), want ErrUnknownOutcome", err, out)
+	}
+	if errors.Is(err, ErrNotStarted) {
+		t.Fatalf("unknown outcome also matches ErrNotStarted")
+	}
+	if !strings.Contains(err.Error(), "payment gateway timed out") {
+		t.Fatalf("err %q lacks the message", err)
+	}
+}
+
+// processGone reports whether pid no longer runs (gone, or a zombie nobody
+// has reaped yet).
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// pid (comm) STATE ...
+	s := string(stat)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] == 'Z' || s[i+2] == 'X'
+	}
+	return false
+}
+
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for !processGone(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("grandchild %d still running", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("grandchild pid file: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("grandchild pid: %v", err)
+	}
+	return pid
+}
+
+const spawnSleeper = `
+import subprocess
+p = subprocess.Popen(["sleep", "30"])
+with open("child.pid", "w") as f:
+    f.write(str(p.pid))
+`
+
+func TestTimeoutKillsProcessGroup(t *testing.T) {
+	requirePython(t)
+	dir := t.TempDir()
+	start := time.Now()
+	out, _, err := call{
+		tool:    bodyTool("slow", spawnSleeper+"time.sleep(30)\n"),
+		dir:     dir,
+		timeout: 1500 * time.Millisecond,
+	}.run(t)
+	elapsed := time.Since(start)
+	if !errors.Is(err, runtime.ErrUnknownOutcome) {
+		t.Fatalf("err = %v (outcome %+v), want ErrUnknownOutcome", err, out)
+	}
+	if !strings.Contains(err.Error(), "timeout") {
+		t.Errorf("err %q does not mention the timeout", err)
+	}
+	if elapsed > 8*time.Second {
+		t.Errorf("Execute took %s after a 1.5s timeout", elapsed)
+	}
+	waitGone(t, readPid(t, filepath.Join(dir, "child.pid")))
+}
+
+func TestLeftoverSubprocessIsKilledAfterReturn(t *testing.T) {
+	requirePython(t)
+	dir := t.TempDir()
+	got := mustSucceed(t, call{tool: bodyTool("leaver", spawnSleeper+"return 'done'\n"), dir: dir}.do(t))
+	if got != "done" {
+		t.Fatalf("output = %q", got)
+	}
+	waitGone(t, readPid(t, filepath.Join(dir, "child.pid")))
+}
+
+func TestContextCancelIsUnknown(t *testing.T) {
+	requirePython(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	dir := t.TempDir()
+	go func() {
+		// Cancel once the tool is surely running.
+		for i := 0; i < 500; i++ {
+			if _, err := os.Stat(filepath.Join(dir, "child.pid")); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	_, _, err := call{tool: bodyTool("cancelled", spawnSleeper+"time.sleep(30)\n"), dir: dir, ctx: ctx}.run(t)
+	if !errors.Is(err, runtime.ErrUnknownOutcome) || !strings.Contains(err.Error(), "cancelled") {
+		t.Fatalf("err = %v, want unknown outcome after cancellation", err)
+	}
+	waitGone(t, readPid(t, filepath.Join(dir, "child.pid")))
+}
+
+func TestExitWithoutResultIsUnknown(t *testing.T) {
+	requirePython(t)
+	_, _, err := call{tool: bodyTool("crasher", `os._exit(3)`)}.run(t)
+	if !errors.Is(err, runtime.ErrUnknownOutcome) {
+		t.Fatalf("err = %v, want ErrUnknownOutcome", err)
+	}
+	if errors.Is(err, ErrNotStarted) || !strings.Contains(err.Error(), "status 3") {
+		t.Fatalf("err = %v, want an unknown outcome naming exit status 3", err)
+	}
+	_, _, err = call{tool: bodyTool("selfkill", `os.kill(os.getpid(), 9)`)}.run(t)
+	if !errors.Is(err, runtime.ErrUnknownOutcome) || !strings.Contains(err.Error(), "signal") {
+		t.Fatalf("err = %v, want an unknown outcome naming the signal", err)
+	}
+}
+
+func TestEnvironment(t *testing.T) {
+	requirePython(t)
+	body := `return [os.environ["NEXA_IDEMPOTENCY_KEY"], os.environ["NEXA_RUN_ID"], os.environ["NEXA_CALL_ID"], os.environ.get("PARENT_VAR"), os.environ.get("API_TOKEN")]`
+	ex := New(Options{Env: []string{"PATH=" + os.Getenv("PATH"), "PARENT_VAR=kept", "NEXA_RUN_ID=stale"}})
+	got := mustSucceed(t, call{exec: ex, tool: bodyTool("envtool", body), secrets: map[string]string{"API_TOKEN": "s3cr3t"}}.do(t))
+	// Secrets are reachable through nexa_secrets only, not the environment.
+	want := `["run-1:call-7", "run-1", "call-7", "kept", null]`
+	if got != want {
+		t.Fatalf("output = %s, want %s", got, want)
+	}
+}
+
+func TestNexaSecrets(t *testing.T) {
+	requirePython(t)
+	body := `return [nexa_secrets.get("API_TOKEN"), nexa_secrets.get("FROM_ENV"), nexa_secrets.get("BOTH"), nexa_secrets.get("MISSING"), nexa_secrets.get("MISSING", "dflt"), "API_TOKEN" in nexa_secrets, repr(nexa_secrets)]`
+	ex := New(Options{Env: []string{"PATH=" + os.Getenv("PATH"), "FROM_ENV=env-value", "BOTH=env-loses"}})
+	got := mustSucceed(t, call{exec: ex, tool: bodyTool("secretive", body),
+		secrets: map[string]string{"API_TOKEN": "tok-123", "BOTH": "secret-wins"}}.do(t))
+	want := `["tok-123", "env-value", "secret-wins", null, "dflt", true, "<nexa_secrets>"]`
+	if got != want {
+		t.Fatalf("output = %s, want %s", got, want)
+	}
+}
+
+func TestArgumentsPassVerbatim(t *testing.T) {
+	requirePython(t)
+	tricky := []string{
+		`he said "hi"`,
+		`it's`,
+		"line1\nline2\r\nline3",
+		`"""`,
+		`'''`,
+		`'); import os; os.system('echo pwned') #`,
+		`"); import os #`,
+		`\n \\ \x00 \u1234`,
+		"tab\there",
+		"$(touch pwned) `touch pwned` ; rm -rf /tmp/nothing",
+		"{ \"json\": true }",
+		"#{interpolation}",
+		"",
+		"nul\x00byte",
+	}
+	dir := t.TempDir()
+	for i, s := range tricky {
+		got := mustSucceed(t, call{tool: bodyTool("echo", "return text", "text"), args: map[string]any{"text": s}, dir: dir}.do(t))
+		if got != s {
+			t.Errorf("case %d: got %q, want %q", i, got, s)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
+		t.Fatalf("an argument was executed")
+	}
+	// Structured and numeric arguments keep their types.
+	got := mustSucceed(t, call{
+		tool: bodyTool("types", "return [type(n).__name__, n, type(f).__name__, xs, d]",
+			`n:{"type":"integer"}`, `f:{"type":"number"}`, `xs:{"type":"array"}`, `d:{"type":"object"}`),
+		args: map[string]any{"n": 12345678901234567, "f": 1.5, "xs": []any{"a", 1}, "d": map[string]any{"k": "v"}},
+	}.do(t))
+	if want := `["int", 12345678901234567, "float", ["a", 1], {"k": "v"}]`; got != want {
+		t.Fatalf("typed arguments: got %s, want %s", got, want)
+	}
+}
+
+func TestOptionalParametersGetDefaults(t *testing.T) {
+	requirePython(t)
+	tool := bodyTool("defaults", "return [a, n, opt]", "a", `n:{"type":"integer","default":3}`, `opt:{"type":["string","null"]}`)
+	got := mustSucceed(t, call{tool: tool, args: map[string]any{"a": "x"}}.do(t))
+	if want := `["x", 3, null]`; got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+}
+
+func TestBodyIndentation(t *testing.T) {
+	requirePython(t)
+	bodies := map[string]string{
+		"flush":    "x = a + '!'\nif x:\n    return x\nreturn 'no'",
+		"indented": "\n        x = a + '!'\n        if x:\n            return x\n        return 'no'\n    ",
+		"tabs":     "\tx = a + '!'\n\tif x:\n\t\treturn x\n\treturn 'no'",
+		"crlf":     "    x = a + '!'\r\n    if x:\r\n        return x\r\n",
+	}
+	for name, body := range bodies {
+		got := mustSucceed(t, call{tool: bodyTool("ind_"+name, body, "a"), args: map[string]string{"a": "ok"}}.do(t))
+		if got != "ok!" {
+			t.Errorf("%s: got %q", name, got)
+		}
+	}
+	// A multi-line string literal keeps its text: the body is not
+	// re-indented textually.
+	body := "s = \"\"\"first\nsecond\n    third\"\"\"\nreturn s"
+	got := mustSucceed(t, call{tool: bodyTool("literal", body)}.do(t))
+	if got != "first\nsecond\n    third" {
+		t.Fatalf("string literal changed: %q", got)
+	}
+}
+
+func TestLegacyPythonFile(t *testing.T) {
+	requirePython(t)
+	src := t.TempDir()
+	helper := "def shout(s):\n    return s.upper()\n"
+	file := `import helper_mod
+print("imported")
+
+def legacy_tool(query, limit=2):
+    return {"q": helper_mod.shout(query), "limit": limit, "key": nexa_secrets.get("K")}
+
+def other():
+    raise ToolOutcomeUnknown("not sure")
+`
+	if err := os.WriteFile(filepath.Join(src, "helper_mod.py"), []byte(helper), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(src, "tools.py")
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tool := &compile.Tool{Name: "legacy_tool", Parameters: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}}}`),
+		Body: compile.Body{Kind: compile.BodyPython, PythonFile: path}}
+	r := call{tool: tool, args: map[string]any{"query": "héllo"}, secrets: map[string]string{"K": "v"}}.do(t)
+	got, log := mustSucceed(t, r), r.log
+	if want := `{"q": "HÉLLO", "limit": 2, "key": "v"}`; got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+	if !strings.Contains(log, "imported") {
+		t.Errorf("module print not in log: %q", log)
+	}
+	if _, err := os.Stat(filepath.Join(src, "__pycache__")); err == nil {
+		t.Errorf("loading the tool file wrote __pycache__ into the source directory")
+	}
+
+	other := *tool
+	other.Name = "other"
+	if _, _, err := (call{tool: &other}).run(t); !errors.Is(err, runtime.ErrUnknownOutcome) {
+		t.Fatalf("ToolOutcomeUnknown from a file: err = %v", err)
+	}
+	missingFn := *tool
+	missingFn.Name = "absent"
+	if out, _, err := (call{tool: &missingFn}).run(t); err != nil || out.Success || !strings.Contains(out.Output, "no function absent") {
+		t.Fatalf("missing function: %+v, %v", out, err)
+	}
+	missingFile := *tool
+	missingFile.Body.PythonFile = filepath.Join(src, "nope.py")
+	if out, _, err := (call{tool: &missingFile}).run(t); err != nil || out.Success || !strings.Contains(out.Output, "not found") {
+		t.Fatalf("missing file: %+v, %v", out, err)
+	}
+}
+
+func TestNonASCIIRoundTrip(t *testing.T) {
+	requirePython(t)
+	s := "héllo wörld — 你好 🌍 \u200b"
+	r := call{tool: bodyTool("uni", "print(text)\nreturn text + ' ✓'", "text"), args: map[string]string{"text": s}}.do(t)
+	log := r.log
+	if got := mustSucceed(t, r); got != s+" ✓" {
+		t.Fatalf("got %q", got)
+	}
+	if !strings.Contains(log, s) {
+		t.Fatalf("log %q lacks %q", log, s)
+	}
+}
+
+func TestWorkDirIsCwd(t *testing.T) {
+	requirePython(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "data.txt"), []byte("contents"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := mustSucceed(t, call{tool: bodyTool("cwd", `return [os.getcwd(), open("data.txt").read()]`), dir: dir}.do(t))
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []string
+	if err := json.Unmarshal([]byte(got), &res); err != nil {
+		t.Fatalf("output %q: %v", got, err)
+	}
+	if res[0] != real || res[1] != "contents" {
+		t.Fatalf("got %q, want cwd %q and file contents", res, real)
+	}
+}
+
+func TestMissingInterpreterIsNotStarted(t *testing.T) {
+	ex := New(Options{Python: "nexa-no-such-python3"})
+	_, _, err := call{exec: ex, tool: bodyTool("x", "return 1")}.run(t)
+	if err == nil || !errors.Is(err, ErrNotStarted) || errors.Is(err, runtime.ErrUnknownOutcome) {
+		t.Fatalf("err = %v, want ErrNotStarted and not ErrUnknownOutcome", err)
+	}
+	var ns interface{ NotStarted() bool }
+	if !errors.As(err, &ns) || !ns.NotStarted() {
+		t.Fatalf("err %v does not expose NotStarted()", err)
+	}
+	if !strings.Contains(err.Error(), "NEXA_PYTHON") {
+		t.Fatalf("err %q does not say how to fix it", err)
+	}
+
+	ex = New(Options{Python: "/nonexistent/dir/python3"})
+	if _, _, err := (call{exec: ex, tool: bodyTool("x", "return 1")}).run(t); !errors.Is(err, ErrNotStarted) {
+		t.Fatalf("missing absolute interpreter: err = %v", err)
+	}
+}
+
+func TestBrokenInterpreterIsNotStarted(t *testing.T) {
+	falseBin, err := exec.LookPath("false")
+	if err != nil {
+		t.Skip("no false(1) binary")
+	}
+	// An "interpreter" that exits at once: no start record, so nothing ran.
+	ex := New(Options{Python: falseBin})
+	_, _, err = call{exec: ex, tool: bodyTool("x", "return 1")}.run(t)
+	if !errors.Is(err, ErrNotStarted) || errors.Is(err, runtime.ErrUnknownOutcome) {
+		t.Fatalf("err = %v, want ErrNotStarted", err)
+	}
+}
+
+func TestRefusalsBeforeRunning(t *testing.T) {
+	requirePython(t)
+	sandboxed := bodyTool("boxed", "open('ran', 'w').write('x')")
+	sandboxed.Sandbox = true
+	dir := t.TempDir()
+	_, _, err := call{tool: sandboxed, dir: dir}.run(t)
+	if !errors.Is(err, ErrSandboxUnavailable) || !errors.Is(err, ErrNotStarted) || errors.Is(err, runtime.ErrUnknownOutcome) {
+		t.Fatalf("sandbox: err = %v", err)
+	}
+	var sb interface{ SandboxUnavailable() bool }
+	if !errors.As(err, &sb) || !sb.SandboxUnavailable() {
+		t.Fatalf("sandbox error does not expose SandboxUnavailable()")
+	}
+	if _, statErr := os.Stat(filepath.Join(dir, "ran")); statErr == nil {
+		t.Fatalf("a sandboxed tool ran unsandboxed")
+	}
+
+	for _, bad := range []string{"class", "a-b", "x); import os; (", "1abc"} {
+		_, _, err := call{tool: bodyTool("badparam", "return 1", bad)}.run(t)
+		if !errors.Is(err, ErrNotStarted) {
+			t.Errorf("parameter %q: err = %v, want ErrNotStarted", bad, err)
+		}
+	}
+	tool := bodyTool("badargs", "return 1")
+	for _, raw := range []string{`[1,2]`, `"str"`, `{bad json`} {
+		_, err := New(Options{}).Execute(context.Background(), runtime.Invocation{Tool: tool, Arguments: json.RawMessage(raw), WorkDir: t.TempDir()})
+		if !errors.Is(err, ErrNotStarted) {
+			t.Errorf("arguments %s: err = %v, want ErrNotStarted", raw, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := (call{tool: bodyTool("late", "return 1"), ctx: ctx}).run(t); !errors.Is(err, ErrNotStarted) {
+		t.Errorf("cancelled before start: err = %v, want ErrNotStarted", err)
+	}
+}
+
+func TestDedent(t *testing.T) {
+	cases := map[string]string{
+		"a\n  b":               "a\n  b",
+		"  a\n    b\n  c":      "a\n  b\nc",
+		"\n    a\n\n    b\n  ": "\na\n\nb\n",
+		"\ta\n\t\tb":           "a\n\tb",
+		"  a\r\n  b":           "a\nb",
+	}
+	for in, want := range cases {
+		if got := Dedent(in); got != want {
+			t.Errorf("Dedent(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// BenchmarkPythonCall measures the whole per-call cost of a trivial tool:
+// interpreter start-up, bootstrap, JSON both ways, process-group cleanup.
+//
+// NEXA_PYTHON selects the interpreter, as in the CLI (a pyenv shim alone
+// costs ~60 ms per call).
+func BenchmarkPythonCall(b *testing.B) {
+	requirePython(b)
+	ex := New(Options{Python: os.Getenv("NEXA_PYTHON")})
+	tool := bodyTool("ident", "return x", "x")
+	dir := b.TempDir()
+	inv := runtime.Invocation{RunID: "r", CallID: "c", Tool: tool, Arguments: json.RawMessage(`{"x":"hi"}`),
+		WorkDir: dir, Timeout: 30 * time.Second}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		out, err := ex.Execute(context.Background(), inv)
+		if err != nil || out.Output != "hi" {
+			b.Fatalf("Execute: %+v, %v", out, err)
+		}
+	}
+}
