@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"io"
 	"errors"
 	"fmt"
 	"os"
@@ -204,7 +205,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		Executors:        executors(e),
 		Secrets:          sec.env,
 		Observe:          prog2.observe,
-		ToolLog:          toolLogOpener(st.Path()),
+		ToolLog:          toolLogOpener(st.Path(), sec),
 		SandboxAvailable: sandboxAvailable,
 		Stop:             stop,
 		NoStream:         f.noStream,
@@ -376,7 +377,7 @@ func parseTimeout(s string) (time.Duration, error) {
 
 // toolLogOpener returns the opener of per-run tool logs, kept beside the
 // store in logs/RUN_ID.log with owner-only permissions.
-func toolLogOpener(storePath string) func(string) runtime.ToolLog {
+func toolLogOpener(storePath string, sec *secretSet) func(string) runtime.ToolLog {
 	return func(runID string) runtime.ToolLog {
 		dir := filepath.Join(filepath.Dir(storePath), "logs")
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -386,8 +387,24 @@ func toolLogOpener(storePath string) func(string) runtime.ToolLog {
 		if err != nil {
 			return nil
 		}
-		return fh
+		return &redactedLog{WriteCloser: sec.set.RedactWriter(fh), file: fh}
 	}
+}
+
+// redactedLog removes secret values from what tools print before it reaches
+// the log file.
+type redactedLog struct {
+	io.WriteCloser
+	file *os.File
+}
+
+// Close flushes the redactor, then closes the file.
+func (l *redactedLog) Close() error {
+	err := l.WriteCloser.Close()
+	if cerr := l.file.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // validRunID accepts the shape of run ids, so an id never names a path.

@@ -1,52 +1,62 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/secrets"
 )
 
 // secretSet is what the CLI knows of secrets: lookups for provider
 // configuration, the map handed to tools, and redaction of every known
 // secret value from what it prints.
 type secretSet struct {
+	set        *secrets.Set
 	activeName string
-	blocks     map[string]map[string]string
-	flatVals   map[string]string
-	maps       map[string]map[string]map[string]string // block → key → map value
 	env        map[string]string
-	values     []string
+	redactor   func(string) string
+	extra      []string
 }
 
-// loadSecrets reads the program's secrets files and NEXA_SECRETS.
+// loadSecrets reads the program's secrets files (secrets.nxs beside the main
+// file and included .nxs files, as the compiler found them) and then
+// NEXA_SECRETS, which wins key by key.
 func loadSecrets(e *env, prog *compile.Program) (*secretSet, error) {
-	s := &secretSet{activeName: prog.ActiveConfig, blocks: map[string]map[string]string{}, flatVals: map[string]string{}, env: map[string]string{}}
-	return s, nil
+	paths := append([]string{}, prog.SecretFiles...)
+	if p := e.getenv("NEXA_SECRETS"); p != "" {
+		paths = append(paths, p)
+	}
+	set, err := secrets.Load(paths...)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
+	active := prog.ActiveConfig
+	if active == "" {
+		active = secrets.DefaultBlock
+	}
+	return &secretSet{set: set, activeName: active, env: set.Env(prog.ActiveConfig), redactor: set.Redactor()}, nil
 }
 
 func (s *secretSet) block(name, key string) string {
-	if b := s.blocks[strings.ToLower(name)]; b != nil {
-		return b[key]
-	}
-	return ""
+	v, _ := s.set.Lookup(name, key)
+	return v
 }
 
 func (s *secretSet) active(key string) string { return s.block(s.activeName, key) }
 
-func (s *secretSet) flat(key string) string { return s.flatVals[key] }
+func (s *secretSet) flat(key string) string { return s.block("", key) }
 
+// activeMapValue reads KEY.sub of the active block (MODEL_NAME.strong).
 func (s *secretSet) activeMapValue(key, sub string) string {
-	if m := s.maps[strings.ToLower(s.activeName)]; m != nil {
-		return m[key][sub]
-	}
-	return ""
+	return s.block(s.activeName, key+"."+sub)
 }
 
-// addSecret registers a value (such as an API key from the environment) to
-// be redacted from output.
+// addSecret registers a value that is not in a secrets file (an API key from
+// the environment) to be redacted too.
 func (s *secretSet) addSecret(v string) {
-	if len(v) >= 4 {
-		s.values = append(s.values, v)
+	if len(v) >= secrets.MinRedactLen {
+		s.extra = append(s.extra, v)
 	}
 }
 
@@ -55,7 +65,10 @@ func (s *secretSet) redact(text string) string {
 	if s == nil {
 		return text
 	}
-	for _, v := range s.values {
+	if s.redactor != nil {
+		text = s.redactor(text)
+	}
+	for _, v := range s.extra {
 		text = strings.ReplaceAll(text, v, "[REDACTED]")
 	}
 	return text

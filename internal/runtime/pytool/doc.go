@@ -44,8 +44,9 @@
 //   - Nothing ran (interpreter missing, unusable working directory, bad
 //     arguments or parameter names, the bootstrap died before the start
 //     record, sandbox requested) → a *StartError: errors.Is(err,
-//     ErrNotStarted) is true and it does NOT wrap ErrUnknownOutcome. The
-//     runtime may treat such a call as not executed.
+//     ErrNotStarted) and errors.Is(err, runtime.ErrNotExecuted) are true,
+//     it has a NotStarted() method, and it does NOT wrap ErrUnknownOutcome.
+//     The runtime may treat such a call as not executed.
 //
 // # Process group
 //

@@ -85,10 +85,11 @@ func (e *StartError) Error() string {
 // Unwrap exposes the cause.
 func (e *StartError) Unwrap() error { return e.Err }
 
-// Is makes errors.Is(err, ErrNotStarted) (and ErrSandboxUnavailable for a
-// sandbox refusal) true.
+// Is makes errors.Is(err, ErrNotStarted), errors.Is(err,
+// runtime.ErrNotExecuted) (and ErrSandboxUnavailable for a sandbox refusal)
+// true.
 func (e *StartError) Is(target error) bool {
-	return target == ErrNotStarted || (e.sandbox && target == ErrSandboxUnavailable)
+	return target == ErrNotStarted || target == runtime.ErrNotExecuted || (e.sandbox && target == ErrSandboxUnavailable)
 }
 
 // NotStarted reports true: no user code ran.

@@ -424,6 +424,20 @@ func TestArgumentsPassVerbatim(t *testing.T) {
 	}
 }
 
+func TestLargeArgumentsAndResults(t *testing.T) {
+	requirePython(t)
+	big := strings.Repeat("abcdefghij", 500_000) // 5 MB each way
+	body := "print('x' * 1_000_000)\nreturn text[::-1] + 'é'"
+	r := call{tool: bodyTool("big", body, "text"), args: map[string]string{"text": big}}.do(t)
+	got := mustSucceed(t, r)
+	if len(got) != len(big)+len("é") || !strings.HasPrefix(got, "jihgfedcba") {
+		t.Fatalf("result of %d bytes", len(got))
+	}
+	if len(r.log) < 1_000_000 {
+		t.Fatalf("log of %d bytes", len(r.log))
+	}
+}
+
 func TestOptionalParametersGetDefaults(t *testing.T) {
 	requirePython(t)
 	tool := bodyTool("defaults", "return [a, n, opt]", "a", `n:{"type":"integer","default":3}`, `opt:{"type":["string","null"]}`)
@@ -546,6 +560,9 @@ func TestMissingInterpreterIsNotStarted(t *testing.T) {
 	if err == nil || !errors.Is(err, ErrNotStarted) || errors.Is(err, runtime.ErrUnknownOutcome) {
 		t.Fatalf("err = %v, want ErrNotStarted and not ErrUnknownOutcome", err)
 	}
+	if !errors.Is(err, runtime.ErrNotExecuted) {
+		t.Fatalf("err %v does not match runtime.ErrNotExecuted", err)
+	}
 	var ns interface{ NotStarted() bool }
 	if !errors.As(err, &ns) || !ns.NotStarted() {
 		t.Fatalf("err %v does not expose NotStarted()", err)
@@ -608,6 +625,10 @@ func TestRefusalsBeforeRunning(t *testing.T) {
 	if _, _, err := (call{tool: bodyTool("late", "return 1"), ctx: ctx}).run(t); !errors.Is(err, ErrNotStarted) {
 		t.Errorf("cancelled before start: err = %v, want ErrNotStarted", err)
 	}
+	missingDir := filepath.Join(t.TempDir(), "gone")
+	if _, _, err := (call{tool: bodyTool("nodir", "return 1"), dir: missingDir}).run(t); !errors.Is(err, ErrNotStarted) || !strings.Contains(err.Error(), "working directory") {
+		t.Errorf("missing working directory: err = %v, want ErrNotStarted naming it", err)
+	}
 }
 
 func TestDedent(t *testing.T) {
@@ -642,6 +663,43 @@ func BenchmarkPythonCall(b *testing.B) {
 		out, err := ex.Execute(context.Background(), inv)
 		if err != nil || out.Output != "hi" {
 			b.Fatalf("Execute: %+v, %v", out, err)
+		}
+	}
+}
+
+func TestProjectModulesCannotShadowBootstrap(t *testing.T) {
+	requirePython(t)
+	dir := t.TempDir()
+	for _, m := range []string{"json", "ast", "traceback", "types", "keyword", "linecache", "fcntl"} {
+		if err := os.WriteFile(filepath.Join(dir, m+".py"), []byte("raise RuntimeError('shadowed "+m+"')\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "localhelper.py"), []byte("VALUE = 'local module'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The tool itself still imports from its working directory.
+	got := mustSucceed(t, call{tool: bodyTool("shadow", "import localhelper\nreturn {'v': localhelper.VALUE}"), dir: dir}.do(t))
+	if got != `{"v": "local module"}` {
+		t.Fatalf("got %s", got)
+	}
+	out, _, err := call{tool: bodyTool("shadow_err", "raise KeyError('k')"), dir: dir}.run(t)
+	if err != nil || out.Success || !strings.Contains(out.Output, "KeyError") {
+		t.Fatalf("error path with shadowing files: %+v, %v", out, err)
+	}
+}
+
+// BenchmarkInterpreterStartup is the floor BenchmarkPythonCall stands on:
+// starting the same interpreter with an empty program.
+func BenchmarkInterpreterStartup(b *testing.B) {
+	requirePython(b)
+	python := os.Getenv("NEXA_PYTHON")
+	if python == "" {
+		python = DefaultPython
+	}
+	for i := 0; i < b.N; i++ {
+		if err := exec.Command(python, "-c", "pass").Run(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -1,0 +1,336 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nexa-run/nexa/internal/compile"
+)
+
+func init() { register(newInspectCmd) }
+
+// inspectJSON is the output of `nexa inspect --json` (cli.md).
+type inspectJSON struct {
+	SourceHash   string            `json:"source_hash"`
+	Files        []string          `json:"files"`
+	Tools        []inspectTool     `json:"tools"`
+	Agents       []inspectAgent    `json:"agents"`
+	Protocols    []inspectProtocol `json:"protocols"`
+	Declarations []compile.Decl    `json:"declarations"`
+}
+
+type inspectTool struct {
+	Name             string          `json:"name"`
+	Description      string          `json:"description"`
+	Parameters       json.RawMessage `json:"parameters"`
+	Returns          string          `json:"returns"`
+	RiskLevel        string          `json:"risk_level"`
+	RequiresApproval bool            `json:"requires_approval"`
+	NeedsApproval    bool            `json:"needs_approval"`
+	Sandbox          bool            `json:"sandbox"`
+	Timeout          int             `json:"timeout"`
+	Idempotent       bool            `json:"idempotent"`
+	Body             string          `json:"body"`
+}
+
+type inspectAgent struct {
+	Name          string         `json:"name"`
+	Prompt        string         `json:"prompt"`
+	Model         string         `json:"model"`
+	Tools         []string       `json:"tools"`
+	ImplicitTools bool           `json:"implicit_tools"`
+	Uses          []compile.Use  `json:"uses"`
+	Implements    string         `json:"implements"`
+	Properties    map[string]any `json:"properties"`
+}
+
+type inspectProtocol struct {
+	Name   string          `json:"name"`
+	Schema json.RawMessage `json:"schema"`
+}
+
+func toInspectJSON(p *compile.Program) inspectJSON {
+	out := inspectJSON{
+		SourceHash: p.Hash, Files: p.Files, Tools: []inspectTool{}, Agents: []inspectAgent{},
+		Protocols: []inspectProtocol{}, Declarations: p.Decls,
+	}
+	if out.Declarations == nil {
+		out.Declarations = []compile.Decl{}
+	}
+	for _, t := range p.Tools {
+		out.Tools = append(out.Tools, inspectTool{
+			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Returns: t.Returns,
+			RiskLevel: t.Risk, RequiresApproval: t.RequiresApproval, NeedsApproval: t.NeedsApproval(),
+			Sandbox: t.Sandbox, Timeout: t.Timeout, Idempotent: t.Idempotent, Body: string(t.Body.Kind),
+		})
+	}
+	for _, a := range p.Agents {
+		uses := a.Uses
+		if uses == nil {
+			uses = []compile.Use{}
+		}
+		out.Agents = append(out.Agents, inspectAgent{
+			Name: a.Name, Prompt: a.SystemPrompt(), Model: a.Model, Tools: a.Tools, ImplicitTools: a.ImplicitTools,
+			Uses: uses, Implements: a.Implements, Properties: a.Properties,
+		})
+	}
+	for _, pr := range p.Protocols {
+		out.Protocols = append(out.Protocols, inspectProtocol{Name: pr.Name, Schema: pr.Schema})
+	}
+	return out
+}
+
+func newInspectCmd(e *env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "inspect FILE",
+		Short: "Show the compiled program: hash, tools with schemas and risk, agents and their tools",
+		Long: `Compile FILE and show what nexa agent would run: the source hash, the files
+(main file and includes), every tool with the JSON Schema sent to the model,
+its risk level and effective approval policy, every agent with its model,
+system prompt and the exact list of tools it is exposed to, the protocols,
+and every other top-level declaration (flows, tests, types, ...), which are
+parsed but never executed.
+
+With --json the output is one JSON object:
+  {"source_hash", "files", "tools": [...], "agents": [...], "protocols": [...],
+   "declarations": [...]}
+When the program does not compile, the diagnostics are printed as by
+nexa validate (with --json: {"valid": false, "errors", "warnings"}) and the
+exit status is 2.`,
+		Example: `  nexa inspect review.nx
+  nexa inspect --json review.nx | jq '.tools[] | {name, needs_approval}'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			path := args[0]
+			prog, diags := compile.Compile(path, compile.Options{NexaPath: e.getenv("NEXA_PATH")})
+			if prog == nil {
+				if asJSON {
+					b, err := json.MarshalIndent(toValidateJSON(diags), "", "  ")
+					if err != nil {
+						return fmt.Errorf("encode diagnostics: %w", err)
+					}
+					fmt.Fprintln(e.stdout, string(b))
+				} else {
+					renderDiagnostics(e.stderr, diags, newDiagStyle(colorEnabled(e, e.stderr)))
+					fmt.Fprintf(e.stderr, "%s: %s, %s\n", path,
+						plural(len(diags.Errors()), "error"), plural(len(diags.Warnings()), "warning"))
+				}
+				return exitWith(compileExitCode(diags))
+			}
+			if asJSON {
+				b, err := json.MarshalIndent(toInspectJSON(prog), "", "  ")
+				if err != nil {
+					return fmt.Errorf("encode program: %w", err)
+				}
+				fmt.Fprintln(e.stdout, string(b))
+				return nil
+			}
+			writeInspectText(e.stdout, prog, newDiagStyle(colorEnabled(e, e.stdout)))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the compiled program as one JSON object")
+	return cmd
+}
+
+// writeInspectText prints the program for people.
+func writeInspectText(w io.Writer, p *compile.Program, st *diagStyle) {
+	fmt.Fprintf(w, "%s %s\n", st.bold.Sprint("program"), p.Hash)
+	fmt.Fprintf(w, "files: %s\n", strings.Join(p.Files, ", "))
+
+	fmt.Fprintf(w, "\n%s\n", st.bold.Sprintf("tools (%d)", len(p.Tools)))
+	for _, t := range p.Tools {
+		policy := "no approval"
+		if t.NeedsApproval() {
+			policy = st.warn.Sprint("needs approval")
+		}
+		extra := ""
+		if t.Sandbox {
+			extra += ", sandboxed"
+		}
+		if t.Idempotent {
+			extra += ", idempotent"
+		}
+		fmt.Fprintf(w, "  %s  risk %s, %s, timeout %ds, %s body%s\n", st.bold.Sprint(t.Name), t.Risk, policy, t.Timeout, t.Body.Kind, extra)
+		if t.Description != "" {
+			fmt.Fprintf(w, "    %s\n", t.Description)
+		}
+		if ps := paramSummary(t.Parameters); ps != "" {
+			fmt.Fprintf(w, "    params: %s\n", ps)
+		}
+		fmt.Fprintf(w, "    returns: %s\n", t.Returns)
+	}
+
+	fmt.Fprintf(w, "\n%s\n", st.bold.Sprintf("agents (%d)", len(p.Agents)))
+	for _, a := range p.Agents {
+		model := a.Model
+		if model == "" {
+			model = "(provider default)"
+		}
+		fmt.Fprintf(w, "  %s  model %s\n", st.bold.Sprint(a.Name), model)
+		tools := strings.Join(a.Tools, ", ")
+		if tools == "" {
+			tools = "(none)"
+		}
+		if a.ImplicitTools {
+			tools += "  (no uses clause: every @tool function)"
+		}
+		fmt.Fprintf(w, "    tools: %s\n", tools)
+		for _, u := range a.Uses {
+			if u.Kind != compile.UseTool {
+				fmt.Fprintf(w, "    uses %s: %s\n", u.Kind, u.Name)
+			}
+		}
+		if a.Implements != "" {
+			fmt.Fprintf(w, "    implements: %s\n", a.Implements)
+		}
+		if sp := a.SystemPrompt(); sp != "" {
+			fmt.Fprintf(w, "    prompt: %s\n", oneLine(sp, 100))
+		}
+		var keys []string
+		for k := range a.Properties {
+			if k != "prompt" && k != "role" && k != "model" {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			b, _ := json.Marshal(a.Properties[k])
+			fmt.Fprintf(w, "    %s: %s\n", k, oneLine(string(b), 100))
+		}
+	}
+
+	fmt.Fprintf(w, "\n%s\n", st.bold.Sprintf("protocols (%d)", len(p.Protocols)))
+	for _, pr := range p.Protocols {
+		fmt.Fprintf(w, "  %s  %s\n", st.bold.Sprint(pr.Name), paramSummary(pr.Schema))
+	}
+
+	fmt.Fprintf(w, "\n%s\n", st.bold.Sprintf("declarations (%d)", len(p.Decls)))
+	for _, d := range p.Decls {
+		fmt.Fprintf(w, "  %-10s %-30s %s:%d\n", d.Kind, d.Name, d.File, d.Line)
+	}
+}
+
+// paramSummary renders an object schema as `name: type, other?: type`.
+func paramSummary(schema json.RawMessage) string {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 {
+		return ""
+	}
+	// keep the declaration order of the schema's properties
+	order := propertyOrder(schema)
+	req := map[string]bool{}
+	for _, r := range s.Required {
+		req[r] = true
+	}
+	var parts []string
+	for _, name := range order {
+		var ps map[string]any
+		_ = json.Unmarshal(s.Properties[name], &ps)
+		t := schemaTypeText(ps)
+		mark := ""
+		if !req[name] {
+			mark = "?"
+		}
+		if d, ok := ps["default"]; ok {
+			b, _ := json.Marshal(d)
+			t += " = " + string(b)
+		}
+		parts = append(parts, name+mark+": "+t)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// propertyOrder reads the keys of "properties" in the order they appear.
+func propertyOrder(schema json.RawMessage) []string {
+	dec := json.NewDecoder(strings.NewReader(string(schema)))
+	var keys []string
+	depth := 0
+	inProps := false
+	expectKey := false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return keys
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if inProps && depth == 1 {
+					inProps = false
+				}
+			}
+			expectKey = depth == 2 && inProps && v == '{'
+			if depth == 2 && inProps && (v == '}' || v == ']') {
+				expectKey = true
+			}
+		case string:
+			if depth == 1 && v == "properties" && dec.More() {
+				inProps = true
+				continue
+			}
+			if inProps && depth == 2 && dec.More() && expectKey {
+				keys = append(keys, v)
+				expectKey = false
+				continue
+			}
+			if inProps && depth == 2 {
+				expectKey = true
+			}
+		default:
+			if inProps && depth == 2 {
+				expectKey = true
+			}
+		}
+	}
+}
+
+func schemaTypeText(ps map[string]any) string {
+	switch t := ps["type"].(type) {
+	case string:
+		if t == "array" {
+			if items, ok := ps["items"].(map[string]any); ok {
+				return "list[" + schemaTypeText(items) + "]"
+			}
+		}
+		return t
+	case []any:
+		var parts []string
+		for _, x := range t {
+			parts = append(parts, fmt.Sprint(x))
+		}
+		return strings.Join(parts, "|")
+	}
+	if alts, ok := ps["anyOf"].([]any); ok {
+		var parts []string
+		for _, a := range alts {
+			if m, ok := a.(map[string]any); ok {
+				parts = append(parts, schemaTypeText(m))
+			}
+		}
+		return strings.Join(parts, "|")
+	}
+	return "any"
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
