@@ -2,9 +2,9 @@ package cli
 
 import (
 	"context"
-	"io"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
