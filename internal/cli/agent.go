@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/lang"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 )
@@ -154,7 +155,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 			names[i] = a.Name
 		}
 		msg := fmt.Sprintf("%s declares no agent %q", file, agentName)
-		if s := closest(agentName, names); s != "" {
+		if s := lang.Closest(agentName, names); s != "" {
 			msg += fmt.Sprintf("; did you mean %s?", s)
 		} else if len(names) > 0 {
 			msg += "; agents: " + strings.Join(names, ", ")
@@ -343,6 +344,9 @@ func finishAgent(e *env, f *agentFlags, run *state.RunState, prog *compile.Progr
 		res = resultOf(run, prog, file)
 		if res.Error != nil {
 			res.Error.Message = sec.redact(res.Error.Message)
+			if !f.quiet && run.Status != state.StatusUnknownOutcome {
+				fmt.Fprintf(e.stderr, "nexa: %s\n", res.Error.Message)
+			}
 		}
 		code = exitCodeFor(run.Status)
 	}

@@ -1,11 +1,21 @@
 package cli
 
 import (
+	"fmt"
+
 	"github.com/nexa-run/nexa/internal/compile"
 )
 
-// compileForRun compiles FILE for nexa agent, printing diagnostics to
-// stderr; it reports false when there are errors.
+// compileForRun compiles FILE for nexa agent, printing its errors to stderr;
+// it reports false when there are errors. Warnings are left to nexa validate
+// so that a run's stderr shows the run.
 func compileForRun(e *env, file string) (*compile.Program, bool) {
-	return nil, false
+	prog, diags := compile.Compile(file, compile.Options{NexaPath: e.getenv("NEXA_PATH")})
+	if diags.HasErrors() || prog == nil {
+		for _, d := range diags.Errors() {
+			fmt.Fprintln(e.stderr, d.String())
+		}
+		return nil, false
+	}
+	return prog, true
 }

@@ -51,6 +51,9 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 		if d.deadlinePassed() {
 			return d.timedOut(ctx, state.Delta{})
 		}
+		if b := d.st.Config.Budgets; b.MaxTokens > 0 && d.st.Usage.TotalTokens > b.MaxTokens {
+			return d.exhausted(ctx, fmt.Sprintf("the run used %d tokens (--max-tokens %d); call %s was not executed", d.st.Usage.TotalTokens, b.MaxTokens, e.CallID))
+		}
 		if b := d.st.Config.Budgets; b.MaxToolCalls > 0 && d.st.Usage.ToolCalls >= b.MaxToolCalls {
 			return d.exhausted(ctx, fmt.Sprintf("the run executed %d tool calls (--max-tool-calls %d); call %s was not executed", d.st.Usage.ToolCalls, b.MaxToolCalls, e.CallID))
 		}

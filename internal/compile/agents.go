@@ -1,0 +1,317 @@
+package compile
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/nexa-run/nexa/internal/lang"
+)
+
+// agentProps are the properties with meaning for nexa agent.
+var agentProps = []string{"prompt", "role", "model", "max_tool_calls", "tool_call_strategy", "timeout", "retry", "temperature", "max_tokens", "output_format", "stream"}
+
+// agentDecorators maps each decorator to its one argument and the property
+// it sets.
+var agentDecorators = map[string][2]string{
+	"limit":       {"max_tokens", "max_tokens"},
+	"timeout":     {"seconds", "timeout"},
+	"retry":       {"max_attempts", "retry"},
+	"temperature": {"value", "temperature"},
+}
+
+// StdNamespaces are the built-in tool namespaces of runtime.md 8.
+var StdNamespaces = []string{"fs", "shell", "http", "time", "json", "text", "hash", "math", "regex"}
+
+func (c *compiler) compileAgent(ad *agentDecl, prog *Program) *Agent {
+	d := ad.decl
+	name := d.Name.Name
+	a := &Agent{
+		Name: name, Retry: -1, ToolCallStrategy: "auto", File: ad.src.path, Line: d.Pos.Line,
+		Properties: map[string]any{}, Tools: []string{},
+	}
+	// decorators first: properties win over them
+	type setting struct {
+		v   *lang.Value
+		pos lang.Position
+	}
+	values := map[string]setting{}
+	for _, deco := range d.Decorators {
+		spec, ok := agentDecorators[deco.Name]
+		if !ok {
+			hint := "agent decorators are @limit(max_tokens=N), @timeout(seconds=N), @retry(max_attempts=N), @temperature(value=X)"
+			if best := lang.Closest(deco.Name, sortedKeys(agentDecorators)); best != "" {
+				hint = fmt.Sprintf("did you mean `@%s`?", best)
+			}
+			c.errorAt(deco.Pos, lang.CodeBadDecorator, hint, "unknown decorator @%s on agent %s", deco.Name, name)
+			continue
+		}
+		if len(deco.Args) != 1 || (deco.Args[0].Name != "" && deco.Args[0].Name != spec[0]) {
+			c.errorAt(deco.Pos, lang.CodeBadDecorator, fmt.Sprintf("write @%s(%s=…)", deco.Name, spec[0]),
+				"@%s takes one argument, %s", deco.Name, spec[0])
+			continue
+		}
+		values[spec[1]] = setting{deco.Args[0].Value, deco.Args[0].Pos}
+	}
+	seen := map[string]lang.Position{}
+	for _, it := range d.Items {
+		if it.Context != nil {
+			if prev, dup := seen["context"]; dup {
+				c.errorAt(it.Pos, lang.CodeDuplicate, "keep one of them", "context block given twice in agent %s (first at line %d)", name, prev.Line)
+				continue
+			}
+			seen["context"] = it.Pos
+			ctx := map[string]any{}
+			for _, p := range it.Context.Props {
+				if v, ok := c.valueJSON(p.Value); ok {
+					ctx[p.Key.Name()] = v
+				}
+			}
+			a.Properties["context"] = ctx
+			c.warnAt(it.Pos, lang.CodeNoEffect, "nexa agent keeps it in the IR but does not use it",
+				"context block of agent %s accepted, no effect in nexa agent", name)
+			continue
+		}
+		p := it.Prop
+		key := p.Key.Name()
+		if prev, dup := seen[key]; dup {
+			c.errorAt(p.Pos, lang.CodeDuplicate, "keep one of them", "property `%s` given twice in agent %s (first at line %d)", key, name, prev.Line)
+			continue
+		}
+		seen[key] = p.Pos
+		values[key] = setting{p.Value, p.Pos}
+		if !contains(agentProps, key) {
+			hint := "nexa agent keeps it in the IR but does not use it"
+			if best := lang.Closest(key, agentProps); best != "" {
+				hint = fmt.Sprintf("did you mean `%s`?", best)
+			}
+			c.warnAt(p.Pos, lang.CodeNoEffect, hint, "property `%s` of agent %s accepted, no effect in nexa agent", key, name)
+		}
+	}
+	for _, key := range sortedKeys(values) {
+		s := values[key]
+		c.agentProp(a, key, s.v)
+		if v, ok := c.valueJSON(s.v); ok {
+			a.Properties[key] = v
+		}
+	}
+	if d.Returns != nil {
+		a.Returns = d.Returns.String()
+	}
+	for _, cl := range d.Clauses {
+		text := ""
+		if cl.Text != nil {
+			text = cl.Text.Value()
+		} else {
+			text = exprText(cl)
+		}
+		if cl.Kind == "requires" {
+			a.Requires = append(a.Requires, text)
+		} else {
+			a.Ensures = append(a.Ensures, text)
+		}
+	}
+	if len(d.Clauses) > 0 {
+		c.warnAt(d.Clauses[0].Pos, lang.CodeNoEffect, "nexa agent keeps the clauses in the IR but does not check them",
+			"requires/ensures clauses of agent %s accepted, no effect in nexa agent", name)
+	}
+	if d.Implements != nil {
+		pn := d.Implements.Name
+		if _, ok := c.protocols[pn]; !ok {
+			hint := "declare it with protocol " + pn + " { field: type, … }"
+			if best := lang.Closest(pn, sortedKeys(c.protocols)); best != "" {
+				hint = fmt.Sprintf("did you mean `%s`?", best)
+			}
+			c.errorAt(d.Implements.Pos, lang.CodeUnknownProtocol, hint, "agent %s implements unknown protocol `%s`", name, pn)
+		}
+		a.Implements = pn
+	}
+	c.resolveUses(a, d, prog)
+	return a
+}
+
+// exprText renders a deterministic contract clause back as text.
+func exprText(cl *lang.Clause) string {
+	var parts []string
+	for _, t := range cl.Tokens {
+		if t.Type == lang.Comment {
+			continue
+		}
+		parts = append(parts, t.Value)
+	}
+	if len(parts) > 0 && (parts[0] == "requires" || parts[0] == "ensures") {
+		parts = parts[1:]
+	}
+	return strings.Join(parts, " ")
+}
+
+// agentProp applies a property with meaning for nexa agent.
+func (c *compiler) agentProp(a *Agent, key string, v *lang.Value) {
+	bad := func(want, hint string) {
+		c.errorAt(v.Pos, lang.CodeBadSetting, hint, "%s of agent %s must be %s, found %s", key, a.Name, want, describeValue(v))
+	}
+	switch key {
+	case "prompt":
+		if v.Str == nil {
+			bad("a string", `write prompt: "…" or prompt: """…"""`)
+			return
+		}
+		a.Prompt = v.Str.Value()
+	case "role":
+		if v.Str == nil {
+			bad("a string", `write role: "…"`)
+			return
+		}
+		a.Role = v.Str.Value()
+	case "model":
+		switch {
+		case v.Str != nil:
+			a.Model = v.Str.Value()
+		case v.Ref != nil:
+			a.Model = v.Ref.String()
+		case v.List != nil:
+			for _, it := range v.List.Items {
+				s, ok := wordValue(it.Value)
+				if !ok || (it.Label != "" && it.Label != "fallback") {
+					c.errorAt(it.Pos, lang.CodeBadSetting, `write model: ["primary", fallback: "other"]`,
+						"model list of agent %s holds model names and fallback: \"name\" entries, found %s", a.Name, describeValue(it.Value))
+					continue
+				}
+				if a.Model == "" && it.Label == "" {
+					a.Model = s
+				} else {
+					a.ModelFallbacks = append(a.ModelFallbacks, s)
+				}
+			}
+			if a.Model == "" && len(a.ModelFallbacks) > 0 {
+				a.Model, a.ModelFallbacks = a.ModelFallbacks[0], a.ModelFallbacks[1:]
+			}
+		default:
+			bad("a model name or a list", `write model: "provider/model"`)
+		}
+	case "max_tool_calls":
+		n, ok := intValue(v)
+		if !ok || n < 0 {
+			bad("a whole number ≥ 0", "write max_tool_calls: 8")
+			return
+		}
+		a.MaxToolCalls = n
+	case "tool_call_strategy":
+		s, ok := wordValue(v)
+		strategies := []string{"auto", "required", "none"}
+		if !ok || !contains(strategies, s) {
+			hint := "tool_call_strategy is auto, required or none"
+			if best := lang.Closest(s, strategies); ok && best != "" {
+				hint = fmt.Sprintf("did you mean %q?", best)
+			}
+			bad("auto, required or none", hint)
+			return
+		}
+		a.ToolCallStrategy = s
+	case "timeout":
+		n, ok := intValue(v)
+		if !ok || n <= 0 {
+			bad("a positive whole number of seconds", "write timeout: 900")
+			return
+		}
+		a.Timeout = n
+	case "retry":
+		n, ok := intValue(v)
+		if !ok || n < 0 {
+			bad("a whole number ≥ 0", "write retry: 3")
+			return
+		}
+		a.Retry = n
+	case "temperature":
+		f, ok := floatValue(v)
+		if !ok || f < 0 || f > 2 {
+			bad("a number from 0 to 2", "write temperature: 0.2")
+			return
+		}
+		a.Temperature = &f
+	case "max_tokens":
+		n, ok := intValue(v)
+		if !ok || n <= 0 {
+			bad("a positive whole number", "write max_tokens: 2000")
+			return
+		}
+		a.MaxTokens = n
+	case "output_format":
+		s, ok := wordValue(v)
+		if !ok || (s != "json" && s != "text") {
+			bad(`"json" or "text"`, `write output_format: "json"`)
+			return
+		}
+		a.OutputFormat = s
+	case "stream":
+		b, ok := boolValue(v)
+		if !ok {
+			bad("true or false", "write stream: true")
+			return
+		}
+		a.Stream = &b
+	}
+}
+
+// resolveUses fills Uses and the exposed Tools of an agent.
+func (c *compiler) resolveUses(a *Agent, d *lang.Agent, prog *Program) {
+	toolNames := map[string]bool{}
+	for _, t := range c.tools {
+		toolNames[t.decl.DeclName()] = true
+	}
+	for _, n := range c.brokenTools {
+		toolNames[n] = true
+	}
+	exposed := map[string]bool{}
+	if len(d.Uses) == 0 {
+		a.ImplicitTools = true
+		for _, t := range c.tools {
+			if _, ok := t.decl.(*lang.ToolFn); ok {
+				exposed[t.decl.DeclName()] = true
+			}
+		}
+		if len(exposed) > 0 {
+			names := sortedKeys(exposed)
+			c.warnAt(d.Name.Pos, lang.CodeImplicitTools, "add `uses "+strings.Join(names[:min(len(names), 3)], ", ")+"…` to choose the tools",
+				"agent %s has no uses clause, so it is exposed to every @tool function (%s)", a.Name, joinNames(names))
+		}
+	}
+	for _, u := range d.Uses {
+		switch {
+		case u.MCP != nil:
+			spec := u.MCP.Value()
+			c.checkMCPSpec(u.MCP.Pos, spec)
+			a.Uses = append(a.Uses, Use{Kind: UseMCP, Name: spec})
+		case u.File != nil:
+			a.Uses = append(a.Uses, Use{Kind: UseSkill, Name: u.File.Value()})
+			c.warnAt(u.Pos, lang.CodeSkill, "skill documents give the agent no tools in nexa agent",
+				"skill document %q of agent %s accepted, no effect in nexa agent", u.File.Value(), a.Name)
+		case len(u.Path) >= 2 && u.Path[0] == "std":
+			ns := strings.Join(u.Path[1:], ".")
+			a.Uses = append(a.Uses, Use{Kind: UseStd, Name: "std." + ns})
+			if !contains(StdNamespaces, ns) {
+				hint := "built-in namespaces: std." + strings.Join(StdNamespaces, ", std.")
+				if best := lang.Closest(ns, StdNamespaces); best != "" {
+					hint = fmt.Sprintf("did you mean `std.%s`?", best)
+				}
+				c.warnAt(u.Pos, lang.CodeUnknownTool, hint, "unknown built-in namespace `std.%s` in agent %s; it gives no tools", ns, a.Name)
+			}
+		default:
+			name := strings.Join(u.Path, ".")
+			a.Uses = append(a.Uses, Use{Kind: UseTool, Name: name})
+			if toolNames[name] {
+				exposed[name] = true
+				continue
+			}
+			hint := "declare it with @tool(\"…\") fn " + name + "(…) or include the file that does"
+			if best := lang.Closest(name, sortedKeys(toolNames)); best != "" {
+				hint = fmt.Sprintf("did you mean `%s`?", best)
+			} else if _, isAgent := c.seen["agent"][name]; isAgent {
+				hint = name + " is an agent; uses lists tools"
+			}
+			c.errorAt(u.Pos, lang.CodeUnknownTool, hint, "agent %s uses unknown tool `%s`", a.Name, name)
+		}
+	}
+	a.Tools = sortedKeys(exposed)
+	sort.Strings(a.Tools)
+}

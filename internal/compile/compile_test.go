@@ -1,0 +1,515 @@
+package compile
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/nexa-run/nexa/internal/lang"
+)
+
+// build compiles in-memory files; main is the main file's name.
+func build(t *testing.T, main string, files map[string]string, nexaPath ...string) (*Program, Diagnostics) {
+	t.Helper()
+	opts := Options{ReadFile: MapFiles(files)}
+	if len(nexaPath) > 0 {
+		opts.NexaPath = nexaPath[0]
+	}
+	return Compile(main, opts)
+}
+
+// mustBuild compiles a single file and fails the test on any error.
+func mustBuild(t *testing.T, src string) *Program {
+	t.Helper()
+	prog, diags := build(t, "main.nx", map[string]string{"main.nx": src})
+	if diags.HasErrors() {
+		t.Fatalf("unexpected errors:\n%v", diags.Err())
+	}
+	checkSchemas(t, prog)
+	return prog
+}
+
+// errorsOf compiles a single file and returns its errors, failing when
+// there are none.
+func errorsOf(t *testing.T, src string) Diagnostics {
+	t.Helper()
+	prog, diags := build(t, "main.nx", map[string]string{"main.nx": src})
+	if !diags.HasErrors() {
+		t.Fatalf("expected errors, got none (warnings: %v)", diags.Warnings())
+	}
+	if prog != nil {
+		t.Fatalf("a program with errors must not be returned")
+	}
+	return diags.Errors()
+}
+
+// findDiag returns the first diagnostic with the code, failing if absent.
+func findDiag(t *testing.T, ds Diagnostics, code string) Diagnostic {
+	t.Helper()
+	for _, d := range ds {
+		if d.Code == code {
+			return d
+		}
+	}
+	t.Fatalf("no %q diagnostic in:\n%s", code, dump(ds))
+	return Diagnostic{}
+}
+
+func dump(ds Diagnostics) string {
+	var b strings.Builder
+	for _, d := range ds {
+		b.WriteString(d.String() + " [" + d.Code + "] hint=" + d.Hint + "\n")
+	}
+	return b.String()
+}
+
+// checkSchemas compiles every generated schema with a JSON Schema
+// validator, so that what the model receives is a valid schema.
+func checkSchemas(t *testing.T, p *Program) {
+	t.Helper()
+	check := func(name string, raw json.RawMessage) {
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
+		if err != nil {
+			t.Fatalf("%s: schema is not JSON: %v\n%s", name, err, raw)
+		}
+		c := jsonschema.NewCompiler()
+		if err := c.AddResource(name+".json", doc); err != nil {
+			t.Fatalf("%s: add schema: %v", name, err)
+		}
+		if _, err := c.Compile(name + ".json"); err != nil {
+			t.Fatalf("%s: schema does not compile: %v\n%s", name, err, raw)
+		}
+	}
+	for _, tl := range p.Tools {
+		check("tool-"+tl.Name, tl.Parameters)
+	}
+	for _, pr := range p.Protocols {
+		check("protocol-"+pr.Name, pr.Schema)
+	}
+}
+
+const reviewNX = `@tool("Record reviewed text", requires_approval: true, risk_level: "high")
+fn record_review(content: string): string {
+    python! """return content"""
+}
+
+agent Reviewer uses record_review {
+    prompt: "Prepare the review and request approval before recording it."
+}
+`
+
+func TestReviewExample(t *testing.T) {
+	p := mustBuild(t, reviewNX)
+	if len(p.Tools) != 1 || len(p.Agents) != 1 {
+		t.Fatalf("got %d tools, %d agents", len(p.Tools), len(p.Agents))
+	}
+	tl := p.Tool("record_review")
+	if tl.Description != "Record reviewed text" || !tl.RequiresApproval || tl.Risk != "high" || !tl.NeedsApproval() {
+		t.Errorf("tool settings wrong: %+v", tl)
+	}
+	if tl.Timeout != 60 || tl.Sandbox || tl.Idempotent || tl.Returns != "string" {
+		t.Errorf("tool defaults wrong: %+v", tl)
+	}
+	want := `{"type":"object","properties":{"content":{"type":"string","description":"Parameter content"}},"required":["content"],"additionalProperties":false}`
+	if string(tl.Parameters) != want {
+		t.Errorf("schema\n got %s\nwant %s", tl.Parameters, want)
+	}
+	if tl.Body.Kind != BodyPython || tl.Body.Python != "return content" {
+		t.Errorf("body = %+v", tl.Body)
+	}
+	a := p.Agent("Reviewer")
+	if a.SystemPrompt() != "Prepare the review and request approval before recording it." {
+		t.Errorf("prompt = %q", a.SystemPrompt())
+	}
+	if strings.Join(a.Tools, ",") != "record_review" || a.ImplicitTools {
+		t.Errorf("tools = %v implicit=%v", a.Tools, a.ImplicitTools)
+	}
+	if a.Retry != -1 || a.ToolCallStrategy != "auto" {
+		t.Errorf("agent defaults: retry=%d strategy=%q", a.Retry, a.ToolCallStrategy)
+	}
+	if !strings.HasPrefix(p.Hash, "sha256:") || len(p.Hash) != 7+64 {
+		t.Errorf("hash = %q", p.Hash)
+	}
+	if len(p.Files) != 1 || p.Files[0] != "main.nx" {
+		t.Errorf("files = %v", p.Files)
+	}
+}
+
+func TestParameterSchemas(t *testing.T) {
+	p := mustBuild(t, `
+protocol Point { x: int, y: "float" }
+@tool("All the types")
+fn f(
+    a: string, b: str, c: int, d: float, e: number, g: bool, h: boolean,
+    i: list[string], j: dict, k: dict[str, int], l: string?, m: Option[int],
+    n: Point, o: int | string, p: string = "x", q: int = 3, r: float = 1.5,
+    s: bool = true, t: list[int]?, u: float = -2, v: "int"
+): dict { return "ok" }
+agent A uses f { prompt: "p" }
+`)
+	var sch struct {
+		Properties map[string]map[string]any `json:"properties"`
+		Required   []string                  `json:"required"`
+	}
+	if err := json.Unmarshal(p.Tool("f").Parameters, &sch); err != nil {
+		t.Fatal(err)
+	}
+	js := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	cases := map[string]string{
+		"a": `{"description":"Parameter a","type":"string"}`,
+		"b": `{"description":"Parameter b","type":"string"}`,
+		"c": `{"description":"Parameter c","type":"integer"}`,
+		"d": `{"description":"Parameter d","type":"number"}`,
+		"e": `{"description":"Parameter e","type":"number"}`,
+		"g": `{"description":"Parameter g","type":"boolean"}`,
+		"h": `{"description":"Parameter h","type":"boolean"}`,
+		"i": `{"description":"Parameter i","items":{"type":"string"},"type":"array"}`,
+		"j": `{"description":"Parameter j","type":"object"}`,
+		"k": `{"additionalProperties":{"type":"integer"},"description":"Parameter k","type":"object"}`,
+		"l": `{"description":"Parameter l","type":["string","null"]}`,
+		"m": `{"description":"Parameter m","type":["integer","null"]}`,
+		"n": `{"additionalProperties":false,"description":"Parameter n","properties":{"x":{"type":"integer"},"y":{"type":"number"}},"required":["x","y"],"type":"object"}`,
+		"o": `{"anyOf":[{"type":"integer"},{"type":"string"}],"description":"Parameter o"}`,
+		"p": `{"default":"x","description":"Parameter p","type":"string"}`,
+		"q": `{"default":3,"description":"Parameter q","type":"integer"}`,
+		"r": `{"default":1.5,"description":"Parameter r","type":"number"}`,
+		"s": `{"default":true,"description":"Parameter s","type":"boolean"}`,
+		"t": `{"description":"Parameter t","items":{"type":"integer"},"type":["array","null"]}`,
+		"u": `{"default":-2,"description":"Parameter u","type":"number"}`,
+		"v": `{"description":"Parameter v","type":"integer"}`,
+	}
+	for name, want := range cases {
+		if got := js(sch.Properties[name]); got != want {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+		}
+	}
+	if got := strings.Join(sch.Required, ","); got != "a,b,c,d,e,g,h,i,j,k,n,o,v" {
+		t.Errorf("required = %s", got)
+	}
+	if p.Tool("f").Returns != "dict" {
+		t.Errorf("returns = %q", p.Tool("f").Returns)
+	}
+	// property order follows the declaration
+	raw := string(p.Tool("f").Parameters)
+	if strings.Index(raw, `"a":`) > strings.Index(raw, `"v":`) {
+		t.Errorf("properties not in declaration order: %s", raw)
+	}
+}
+
+func TestParameterDocComments(t *testing.T) {
+	p := mustBuild(t, `@tool("Search")
+fn search(
+    // The text to look for
+    query: string,
+    limit: int = 5, // At most this many results
+) { python! """return query""" }
+agent A uses search { prompt: "p" }
+`)
+	raw := string(p.Tool("search").Parameters)
+	for _, want := range []string{`"description":"The text to look for"`, `"description":"At most this many results"`} {
+		if !strings.Contains(raw, want) {
+			t.Errorf("missing %s in %s", want, raw)
+		}
+	}
+}
+
+func TestToolSettings(t *testing.T) {
+	p := mustBuild(t, `@tool("S", risk_level: critical, requires_approval: "false", sandbox: true, timeout: "30", idempotent: true, category: "io")
+fn s(): string { return "x" }
+agent A uses s { prompt: "p" }`)
+	tl := p.Tool("s")
+	if tl.Risk != "critical" || tl.RequiresApproval || !tl.Sandbox || tl.Timeout != 30 || !tl.Idempotent || tl.Category != "io" {
+		t.Errorf("settings: %+v", tl)
+	}
+	if !tl.NeedsApproval() {
+		t.Errorf("critical risk must need approval")
+	}
+}
+
+func TestToolSettingErrors(t *testing.T) {
+	cases := []struct{ src, code, msg, hint string }{
+		{`@tool("d", requires_approval: "maybe") fn f() { return "" }`, lang.CodeBadSetting, "requires_approval of tool f must be true or false", ""},
+		{`@tool("d", risk_level: "hihg") fn f() { return "" }`, lang.CodeBadSetting, "risk_level of tool f must be low, medium, high or critical", `did you mean "high"?`},
+		{`@tool("d", timeout: -5) fn f() { return "" }`, lang.CodeBadSetting, "timeout of tool f must be a positive whole number", ""},
+		{`@tool("d", sandbox: 1) fn f() { return "" }`, lang.CodeBadSetting, "sandbox of tool f must be true or false", ""},
+		{`@tool("") fn f() { return "" }`, lang.CodeMissingDesc, "tool f needs a non-empty description", ""},
+		{`@tool() fn f() { return "" }`, lang.CodeMissingDesc, "tool f needs a non-empty description", ""},
+		{`fn f() { return "" }`, lang.CodeMissingDesc, "fn f has no @tool", ""},
+		{`@tool("d") fn f(x) { return "" }`, lang.CodeUntypedParam, "parameter `x` of tool f has no type", ""},
+		{`@tool("d") fn f(x: strng) { return "" }`, lang.CodeUnknownType, "unknown type `strng`", "did you mean `string`?"},
+		{`@tool("d") fn f(x: int = "three") { return "" }`, lang.CodeBadDefault, "default of parameter `x` is a string, but its type is integer", ""},
+		{`@tool("d") fn f(x: int, x: str) { return "" }`, lang.CodeDuplicate, "duplicate parameter `x`", ""},
+		{`@tool("d", timeout: 3, timeout: 4) fn f() { return "" }`, lang.CodeDuplicate, "setting `timeout` given twice", ""},
+	}
+	for _, c := range cases {
+		errs := errorsOf(t, c.src)
+		d := findDiag(t, errs, c.code)
+		if !strings.Contains(d.Message, c.msg) {
+			t.Errorf("%s\n message %q does not contain %q", c.src, d.Message, c.msg)
+		}
+		if c.hint != "" && d.Hint != c.hint {
+			t.Errorf("%s\n hint %q, want %q", c.src, d.Hint, c.hint)
+		}
+		if d.Line != 1 || d.Column < 1 {
+			t.Errorf("%s\n position %d:%d", c.src, d.Line, d.Column)
+		}
+	}
+}
+
+func TestUnknownSettingIsWarning(t *testing.T) {
+	_, diags := build(t, "main.nx", map[string]string{"main.nx": `@tool("d", risk: "high") fn f() { return "" }`})
+	if diags.HasErrors() {
+		t.Fatalf("unexpected error: %v", diags.Err())
+	}
+	w := findDiag(t, diags.Warnings(), lang.CodeUnknownSetting)
+	if !strings.Contains(w.Message, "unknown setting `risk`") || w.Hint != "did you mean `risk_level`?" {
+		t.Errorf("warning = %+v", w)
+	}
+}
+
+func TestAgentProperties(t *testing.T) {
+	p := mustBuild(t, `
+@tool("t") fn t1(): string { return "a" }
+@limit(max_tokens=2000) @timeout(seconds=120) @retry(max_attempts=3) @temperature(value=0.2)
+agent Reviewer -> str uses t1 requires "input is text" ensures "output is short" {
+    role: "careful reviewer",
+    prompt: "Review it.",
+    model: ["deepseek/deepseek-chat", fallback: "gpt-4o-mini"],
+    max_tool_calls: 8,
+    tool_call_strategy: required,
+    timeout: 900,
+    stream: false,
+    output_format: "json",
+    cache: true,
+    context { source: upstream }
+}`)
+	a := p.Agent("Reviewer")
+	if a.SystemPrompt() != "Role: careful reviewer. Review it." {
+		t.Errorf("system prompt = %q", a.SystemPrompt())
+	}
+	if a.Model != "deepseek/deepseek-chat" || strings.Join(a.ModelFallbacks, ",") != "gpt-4o-mini" {
+		t.Errorf("model = %q %v", a.Model, a.ModelFallbacks)
+	}
+	if a.MaxTokens != 2000 || a.Retry != 3 || a.Temperature == nil || *a.Temperature != 0.2 {
+		t.Errorf("decorators not applied: %+v", a)
+	}
+	if a.Timeout != 900 {
+		t.Errorf("property must win over @timeout: %d", a.Timeout)
+	}
+	if a.MaxToolCalls != 8 || a.ToolCallStrategy != "required" || a.Stream == nil || *a.Stream || a.OutputFormat != "json" {
+		t.Errorf("properties: %+v", a)
+	}
+	if a.Properties["cache"] != true || a.Properties["max_tokens"] != int64(2000) || a.Properties["timeout"] != int64(900) {
+		t.Errorf("Properties = %v", a.Properties)
+	}
+	if a.Returns != "str" || len(a.Requires) != 1 || a.Ensures[0] != "output is short" {
+		t.Errorf("header: returns=%q requires=%v ensures=%v", a.Returns, a.Requires, a.Ensures)
+	}
+}
+
+func TestAgentWarningsAndErrors(t *testing.T) {
+	_, diags := build(t, "main.nx", map[string]string{"main.nx": `
+@tool("t") fn t1(): string { return "a" }
+@tool("t") fn t2(): string { return "b" }
+agent A { prompt: "p", memory: "long" }`})
+	if diags.HasErrors() {
+		t.Fatalf("errors: %v", diags.Err())
+	}
+	w := findDiag(t, diags, lang.CodeImplicitTools)
+	if !strings.Contains(w.Message, "agent A has no uses clause") || !strings.Contains(w.Message, "t1, t2") {
+		t.Errorf("implicit warning = %q", w.Message)
+	}
+	w = findDiag(t, diags, lang.CodeNoEffect)
+	if !strings.Contains(w.Message, "accepted, no effect in nexa agent") {
+		t.Errorf("no-effect warning = %q", w.Message)
+	}
+
+	errs := errorsOf(t, `
+@tool("t") fn record_review(): string { return "a" }
+agent A uses record_reviw implements Missing { prompt: 3, tool_call_strategy: "sometimes", temperature: 7 }
+@retyr(max_attempts=2) agent B uses record_review { prompt: "p" }`)
+	d := findDiag(t, errs, lang.CodeUnknownTool)
+	if d.Hint != "did you mean `record_review`?" || d.Line != 3 || d.Column != 14 {
+		t.Errorf("unknown tool: %+v", d)
+	}
+	findDiag(t, errs, lang.CodeUnknownProtocol)
+	findDiag(t, errs, lang.CodeBadSetting)
+	d = findDiag(t, errs, lang.CodeBadDecorator)
+	if d.Hint != "did you mean `@retry`?" {
+		t.Errorf("decorator hint = %q", d.Hint)
+	}
+	if n := len(errs); n < 6 {
+		t.Errorf("want every error reported, got %d:\n%s", n, dump(errs))
+	}
+}
+
+func TestUsesKinds(t *testing.T) {
+	p, diags := build(t, "main.nx", map[string]string{"main.nx": `
+@tool("t") fn t1(): string { return "a" }
+agent A uses t1, std.fs, mcp:"stdio:python3 server.py", "skills/review.md" { prompt: "p" }`})
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	a := p.Agent("A")
+	want := []Use{{UseTool, "t1"}, {UseStd, "std.fs"}, {UseMCP, "stdio:python3 server.py"}, {UseSkill, "skills/review.md"}}
+	if len(a.Uses) != len(want) {
+		t.Fatalf("uses = %v", a.Uses)
+	}
+	for i := range want {
+		if a.Uses[i] != want[i] {
+			t.Errorf("use %d = %v, want %v", i, a.Uses[i], want[i])
+		}
+	}
+	if strings.Join(a.Tools, ",") != "t1" {
+		t.Errorf("tools = %v", a.Tools)
+	}
+	findDiag(t, diags, lang.CodeSkill)
+}
+
+func TestProtocols(t *testing.T) {
+	p := mustBuild(t, `protocol ReviewResult { score: "int", summary: "string", tags: list[str] }
+agent R implements ReviewResult { prompt: "p" }`)
+	want := `{"type":"object","properties":{"score":{"type":"integer"},"summary":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}}},"required":["score","summary","tags"],"additionalProperties":false}`
+	if got := string(p.Protocol("ReviewResult").Schema); got != want {
+		t.Errorf("schema\n got %s\nwant %s", got, want)
+	}
+	if p.Agent("R").Implements != "ReviewResult" {
+		t.Errorf("implements = %q", p.Agent("R").Implements)
+	}
+	errs := errorsOf(t, `protocol P { a: P }`)
+	findDiag(t, errs, lang.CodeUnknownType)
+}
+
+func TestDuplicateShowsBothPositions(t *testing.T) {
+	_, diags := build(t, "main.nx", map[string]string{
+		"main.nx": "include \"lib.nx\";\n@tool(\"a\") fn dup(): string { return \"a\" }\n",
+		"lib.nx":  "\n\ntool dup { description: \"b\", parameters: { \"q\": \"string\" } }\n",
+	})
+	d := findDiag(t, diags.Errors(), lang.CodeDuplicate)
+	if d.File != "main.nx" || d.Line != 2 || !strings.Contains(d.Message, "first declared at lib.nx:3:6") {
+		t.Errorf("duplicate = %+v", d)
+	}
+	if len(d.Related) != 1 || d.Related[0].File != "lib.nx" || d.Related[0].Line != 3 {
+		t.Errorf("related = %+v", d.Related)
+	}
+	if d.SourceLine == "" || d.Related[0].SourceLine == "" {
+		t.Errorf("source lines missing: %+v", d)
+	}
+}
+
+func TestIncludes(t *testing.T) {
+	files := map[string]string{
+		"app/main.nx":         "include \"tools/a.nx\";\ninclude \"shared.nx\"\ninclude \"secrets/dev.nxs\";\nagent A uses a, b, s { prompt: \"p\" }\n",
+		"app/tools/a.nx":      "include \"../shared.nx\";\n@tool(\"a\") fn a(): string { return \"a\" }\ninclude \"b.nx\";",
+		"app/tools/b.nx":      "@tool(\"b\") fn b(): string { return \"b\" }",
+		"app/shared.nx":       "@tool(\"s\") fn s(): string { return \"s\" }",
+		"app/secrets/dev.nxs": "KEY = \"v\"",
+		"app/secrets.nxs":     "X = \"1\"",
+	}
+	p, diags := build(t, "app/main.nx", files)
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	if got := strings.Join(p.Files, " "); got != "app/main.nx app/tools/a.nx app/shared.nx app/tools/b.nx" {
+		t.Errorf("files = %s", got)
+	}
+	if got := strings.Join(p.SecretFiles, " "); got != "app/secrets.nxs app/secrets/dev.nxs" {
+		t.Errorf("secret files = %s", got)
+	}
+	if len(p.Tools) != 3 {
+		t.Errorf("shared.nx included twice must be compiled once: %d tools", len(p.Tools))
+	}
+}
+
+func TestIncludeNexaPath(t *testing.T) {
+	files := map[string]string{
+		"proj/main.nx":        "include \"stdlib/news.nx\";\nagent A uses search_news { prompt: \"p\" }",
+		"lib1/other.nx":       "",
+		"lib2/stdlib/news.nx": "@tool(\"n\") fn search_news(query: string): string { return query }",
+	}
+	if _, diags := build(t, "proj/main.nx", files); !diags.HasErrors() {
+		t.Fatal("include must fail without NEXA_PATH")
+	} else {
+		d := findDiag(t, diags, lang.CodeIncludeNotFound)
+		if !strings.Contains(d.Message, `"stdlib/news.nx"`) {
+			t.Errorf("message = %q", d.Message)
+		}
+	}
+	p, diags := build(t, "proj/main.nx", files, "lib1:lib2")
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	if p.Files[1] != "lib2/stdlib/news.nx" {
+		t.Errorf("files = %v", p.Files)
+	}
+}
+
+func TestIncludeCycle(t *testing.T) {
+	_, diags := build(t, "a.nx", map[string]string{
+		"a.nx": "include \"b.nx\";\n",
+		"b.nx": "include \"c.nx\";\n",
+		"c.nx": "\ninclude \"a.nx\";\n",
+	})
+	d := findDiag(t, diags, lang.CodeIncludeCycle)
+	if d.Message != "include cycle: a.nx → b.nx → c.nx → a.nx" || d.File != "c.nx" || d.Line != 2 {
+		t.Errorf("cycle = %+v", d)
+	}
+}
+
+func TestMissingMainFile(t *testing.T) {
+	_, diags := build(t, "nope.nx", map[string]string{})
+	d := findDiag(t, diags, lang.CodeFileNotFound)
+	if d.Message != "file nope.nx does not exist" {
+		t.Errorf("message = %q", d.Message)
+	}
+}
+
+func TestHash(t *testing.T) {
+	files := map[string]string{"main.nx": reviewNX, "lib.nx": "// lib\n"}
+	p1, _ := build(t, "main.nx", files)
+	p2, _ := build(t, "main.nx", files)
+	if p1.Hash != p2.Hash {
+		t.Fatal("same sources must give the same hash")
+	}
+	// the directory the program lives in does not matter
+	p3, _ := build(t, "elsewhere/main.nx", map[string]string{"elsewhere/main.nx": reviewNX})
+	if p3.Hash != p1.Hash {
+		t.Error("hash depends on the location of the program")
+	}
+	// a comment change changes the hash although the IR is the same
+	p4, _ := build(t, "main.nx", map[string]string{"main.nx": reviewNX + "// note\n"})
+	if p4.Hash == p1.Hash {
+		t.Error("a source byte change must change the hash")
+	}
+	// an included file's bytes count
+	withInc := map[string]string{"main.nx": "include \"lib.nx\";\n" + reviewNX, "lib.nx": "// a\n"}
+	p5, _ := build(t, "main.nx", withInc)
+	withInc["lib.nx"] = "// b\n"
+	p6, _ := build(t, "main.nx", withInc)
+	if p5.Hash == p6.Hash {
+		t.Error("an include's bytes must change the hash")
+	}
+	// secrets are not part of it
+	s1, _ := build(t, "main.nx", map[string]string{"main.nx": reviewNX, "secrets.nxs": "K = \"1\""})
+	s2, _ := build(t, "main.nx", map[string]string{"main.nx": reviewNX, "secrets.nxs": "K = \"2\""})
+	if s1.Hash != s2.Hash {
+		t.Error("secrets must not change the hash")
+	}
+}
+
+func TestAllErrorsOfAFileReported(t *testing.T) {
+	errs := errorsOf(t, `@tool("a") fn a(x) { return "" }
+
+agent B uses nope { prompt: "p" }
+
+agent C {
+    prompt: "unclosed"
+
+@tool("d", sandbox: "perhaps") fn d(): string { return "" }
+`)
+	for _, code := range []string{lang.CodeUntypedParam, lang.CodeUnknownTool, lang.CodeSyntax, lang.CodeBadSetting} {
+		findDiag(t, errs, code)
+	}
+}

@@ -1,0 +1,328 @@
+package compile
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nexa-run/nexa/internal/lang"
+)
+
+// maxExprOps bounds the operators of one expression chain so that the
+// lowered tree stays shallow enough for every later recursive walk.
+const maxExprOps = 1000
+
+// lowerer turns a parsed native body into Stmts, reporting constructs
+// outside the supported subset.
+type lowerer struct {
+	c     *compiler
+	tool  string
+	scope map[string]bool
+}
+
+func (l *lowerer) unsupported(pos lang.Position, construct string) {
+	l.c.errorAt(pos, lang.CodeUnsupported,
+		fmt.Sprintf(`write the body of %s in Python instead: python! """ … """`, l.tool),
+		"%s is not supported in a native tool body", construct)
+}
+
+func (l *lowerer) block(stmts []*lang.Stmt) []Stmt {
+	var out []Stmt
+	for _, s := range stmts {
+		if st := l.stmt(s); st != nil {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func (l *lowerer) stmt(s *lang.Stmt) Stmt {
+	switch {
+	case s.Return != nil:
+		var v Expr
+		if s.Return.Value != nil {
+			v = l.expr(s.Return.Value)
+		}
+		return &ReturnStmt{Value: v, Line: s.Pos.Line}
+	case s.Print != nil:
+		return &PrintStmt{Value: l.expr(s.Print.Value), Line: s.Pos.Line}
+	case s.Assign != nil:
+		a := s.Assign
+		if len(a.Target) > 1 {
+			l.unsupported(a.Pos, "assignment to a field (`"+strings.Join(a.Target, ".")+"`)")
+			return nil
+		}
+		name := a.Target[0]
+		v := l.expr(a.Value)
+		if a.Op != "=" {
+			if !l.scope[name] {
+				l.unknownName(a.Pos, name)
+			}
+			v = &Binary{Op: a.Op[:1], L: &Name{Name: name}, R: v}
+		}
+		l.scope[name] = true
+		return &AssignStmt{Name: name, Value: v, Line: s.Pos.Line}
+	case s.If != nil:
+		return l.ifStmt(s.If.Pos, s.If.Cond, s.If.Then, s.If.ElseIf, s.If.Else)
+	case s.Other != nil:
+		l.unsupported(s.Other.Pos, "`"+s.Other.Keyword+"` ("+s.Other.Construct+")")
+		return nil
+	case s.Python != nil:
+		l.c.errorAt(s.Python.Pos, lang.CodeBadBody,
+			"put all of the Python code in the one python! block, or write the body in Nexa statements only",
+			"a tool body with python! may contain nothing else")
+		return nil
+	case s.Expr != nil:
+		if isCall(s.Expr) {
+			l.unsupported(s.Expr.Pos, "a function call")
+		} else {
+			l.unsupported(s.Expr.Pos, "an expression statement (its value would be discarded)")
+		}
+		return nil
+	}
+	return nil
+}
+
+func isCall(e *lang.Expr) bool {
+	if len(e.Ops) > 0 || e.Left == nil || e.Left.X == nil {
+		return false
+	}
+	sx := e.Left.X.Suffixes
+	return len(sx) > 0 && sx[len(sx)-1].Call != nil
+}
+
+func (l *lowerer) ifStmt(pos lang.Position, cond *lang.Expr, then *lang.Block, elifs []*lang.ElseIf, els *lang.Block) Stmt {
+	st := &IfStmt{Cond: l.expr(cond), Then: l.block(then.Stmts), Line: pos.Line}
+	cur := st
+	for _, ei := range elifs {
+		next := &IfStmt{Cond: l.expr(ei.Cond), Then: l.block(ei.Then.Stmts), Line: ei.Pos.Line}
+		cur.Else = []Stmt{next}
+		cur = next
+	}
+	if els != nil {
+		cur.Else = l.block(els.Stmts)
+	}
+	return st
+}
+
+func (l *lowerer) unknownName(pos lang.Position, name string) {
+	cands := make([]string, 0, len(l.scope))
+	for n := range l.scope {
+		cands = append(cands, n)
+	}
+	hint := "only the tool's parameters and names assigned earlier in the body can be read"
+	if best := lang.Closest(name, cands); best != "" {
+		hint = fmt.Sprintf("did you mean `%s`?", best)
+	}
+	l.c.errorAt(pos, lang.CodeUnknownName, hint, "unknown name `%s` in the body of tool %s", name, l.tool)
+}
+
+// precedence of binary operators; higher binds tighter.
+var precedence = map[string]int{
+	"||": 1, "or": 1,
+	"&&": 2, "and": 2,
+	"==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3,
+	"+": 4, "-": 4,
+	"*": 5, "/": 5, "%": 5,
+}
+
+var unsupportedOps = map[string]string{
+	"??":  "the null-coalescing operator `??`",
+	"|>>": "the DAG fork operator `|>>`",
+	"&>>": "the DAG merge operator `&>>`",
+	">>":  "the pipeline operator `>>`",
+	"|>":  "the pipe operator `|>`",
+}
+
+// expr lowers a flat operator chain with precedence climbing (iterative,
+// via an operand and an operator stack).
+func (l *lowerer) expr(e *lang.Expr) Expr {
+	if e == nil {
+		return &Literal{}
+	}
+	if len(e.Ops) > maxExprOps {
+		l.c.errorAt(e.Pos, lang.CodeUnsupported, "split it into several assignments",
+			"expression with more than %d operators", maxExprOps)
+		return &Literal{}
+	}
+	operands := []Expr{l.unary(e.Left)}
+	var ops []string
+	reduce := func() {
+		op := ops[len(ops)-1]
+		ops = ops[:len(ops)-1]
+		r := operands[len(operands)-1]
+		lft := operands[len(operands)-2]
+		operands = operands[:len(operands)-2]
+		switch op {
+		case "and":
+			op = "&&"
+		case "or":
+			op = "||"
+		}
+		operands = append(operands, &Binary{Op: op, L: lft, R: r})
+	}
+	for _, b := range e.Ops {
+		if what, bad := unsupportedOps[b.Op]; bad {
+			l.unsupported(b.Pos, what)
+		}
+		p := precedence[b.Op]
+		for len(ops) > 0 && precedence[ops[len(ops)-1]] >= p {
+			reduce()
+		}
+		ops = append(ops, b.Op)
+		operands = append(operands, l.unary(b.Right))
+	}
+	for len(ops) > 0 {
+		reduce()
+	}
+	return operands[0]
+}
+
+func (l *lowerer) unary(u *lang.Unary) Expr {
+	if u == nil || u.X == nil {
+		return &Literal{}
+	}
+	x := l.postfix(u.X)
+	for i := len(u.Ops) - 1; i >= 0; i-- {
+		op := u.Ops[i]
+		if op == "not" {
+			op = "!"
+		}
+		x = &Unary{Op: op, X: x}
+	}
+	return x
+}
+
+func (l *lowerer) postfix(p *lang.Postfix) Expr {
+	x := l.primary(p.Primary)
+	for _, s := range p.Suffixes {
+		switch {
+		case s.Member != nil:
+			x = &Member{X: x, Name: *s.Member}
+		case s.Call != nil:
+			l.unsupported(s.Pos, "a function call")
+		case s.Index != nil:
+			l.unsupported(s.Pos, "indexing with `[…]`")
+		}
+	}
+	return x
+}
+
+func (l *lowerer) primary(p *lang.Primary) Expr {
+	switch {
+	case p == nil:
+		return &Literal{}
+	case p.Number != nil:
+		return &Literal{Value: numberValue(*p.Number, false)}
+	case p.Str != nil:
+		return l.interp(p.Str)
+	case p.Bool != nil:
+		return &Literal{Value: *p.Bool == "true"}
+	case p.Null:
+		return &Literal{}
+	case p.Name != nil:
+		if !l.scope[*p.Name] {
+			l.unknownName(p.Pos, *p.Name)
+		}
+		return &Name{Name: *p.Name}
+	case p.Paren != nil:
+		return l.expr(p.Paren)
+	case p.List != nil:
+		l.unsupported(p.Pos, "a list literal")
+		return &Literal{}
+	}
+	return &Literal{}
+}
+
+// numberValue reads a number token as int64 when it is a whole number that
+// fits, else float64.
+func numberValue(text string, neg bool) any {
+	if neg {
+		text = "-" + text
+	}
+	if !strings.ContainsAny(text, ".eE") {
+		if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return n
+		}
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil {
+		return 0.0 // out of range: ±Inf is not JSON; the lexer only gives digits
+	}
+	return f
+}
+
+// interp lowers a string literal with `#{a.b}` parts. `\#{` is a literal
+// `#{`. Inside `#{…}` only a name or dotted path is supported.
+func (l *lowerer) interp(s *lang.StringLit) Expr {
+	text := s.Value()
+	if s.Triple() || !strings.Contains(text, "#{") {
+		return &Literal{Value: text}
+	}
+	var parts []InterpPart
+	var buf strings.Builder
+	flush := func() {
+		if buf.Len() > 0 {
+			parts = append(parts, InterpPart{Text: buf.String()})
+			buf.Reset()
+		}
+	}
+	for i := 0; i < len(text); i++ {
+		if strings.HasPrefix(text[i:], `\#{`) {
+			buf.WriteString("#{")
+			i += 2
+			continue
+		}
+		if !strings.HasPrefix(text[i:], "#{") {
+			buf.WriteByte(text[i])
+			continue
+		}
+		end := strings.IndexByte(text[i+2:], '}')
+		if end < 0 {
+			buf.WriteString(text[i:])
+			break
+		}
+		inner := strings.TrimSpace(text[i+2 : i+2+end])
+		path := strings.Split(inner, ".")
+		ok := inner != ""
+		for _, seg := range path {
+			if !isIdent(seg) {
+				ok = false
+			}
+		}
+		if !ok {
+			l.unsupported(s.Pos, fmt.Sprintf("the interpolation `#{%s}` (only `#{name}` and `#{a.b}` are)", inner))
+			buf.WriteString(text[i : i+3+end])
+			i += 2 + end
+			continue
+		}
+		flush()
+		if !l.scope[path[0]] {
+			l.unknownName(s.Pos, path[0])
+		}
+		var x Expr = &Name{Name: path[0]}
+		for _, seg := range path[1:] {
+			x = &Member{X: x, Name: seg}
+		}
+		parts = append(parts, InterpPart{Expr: x})
+		i += 2 + end
+	}
+	flush()
+	if len(parts) == 1 && parts[0].Expr == nil {
+		return &Literal{Value: parts[0].Text}
+	}
+	return &Interp{Parts: parts}
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (i > 0 && c >= '0' && c <= '9')) {
+			return false
+		}
+	}
+	return true
+}

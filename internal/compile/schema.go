@@ -1,0 +1,438 @@
+package compile
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/nexa-run/nexa/internal/lang"
+)
+
+// obj is a JSON object that keeps its keys in insertion order, so that
+// generated schemas read in a natural order (type first, properties in
+// declaration order) and encode the same bytes on every run.
+type obj struct {
+	keys []string
+	vals map[string]any
+}
+
+func newObj() *obj { return &obj{vals: map[string]any{}} }
+
+func (o *obj) set(k string, v any) *obj {
+	if _, ok := o.vals[k]; !ok {
+		o.keys = append(o.keys, k)
+	}
+	o.vals[k] = v
+	return o
+}
+
+func (o *obj) get(k string) (any, bool) {
+	v, ok := o.vals[k]
+	return v, ok
+}
+
+func (o *obj) clone() *obj {
+	c := newObj()
+	for _, k := range o.keys {
+		c.set(k, o.vals[k])
+	}
+	return c
+}
+
+// MarshalJSON encodes the keys in insertion order.
+func (o *obj) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range o.keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return nil, fmt.Errorf("encode key %q: %w", k, err)
+		}
+		b.Write(kb)
+		b.WriteByte(':')
+		vb, err := json.Marshal(o.vals[k])
+		if err != nil {
+			return nil, fmt.Errorf("encode %q: %w", k, err)
+		}
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// typeInfo is a resolved type: its schema and whether null is allowed.
+type typeInfo struct {
+	schema   *obj
+	optional bool
+}
+
+// builtinTypes are the type names of language.md 4.1 (and 2.x aliases).
+var builtinTypes = map[string]string{
+	"string": "string", "str": "string",
+	"int": "integer", "integer": "integer",
+	"float": "number", "number": "number",
+	"bool": "boolean", "boolean": "boolean",
+	"list": "array", "dict": "object",
+	"Option": "", "any": "",
+}
+
+// typeNames lists every type name a program may use, for suggestions.
+func (c *compiler) typeNames() []string {
+	names := []string{"string", "str", "int", "float", "number", "bool", "boolean", "list", "dict", "Option"}
+	for n := range c.protocols {
+		names = append(names, n)
+	}
+	for n := range c.aliases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// resolveType maps a type expression to JSON Schema, reporting unknown
+// names. ctx names what is being typed, for messages.
+func (c *compiler) resolveType(t *lang.TypeExpr, ctx string) typeInfo {
+	if t == nil || len(t.Alts) == 0 {
+		return typeInfo{schema: newObj().set("type", "string")}
+	}
+	var alts []typeInfo
+	optional := false
+	for _, term := range t.Alts {
+		ti := c.resolveTerm(term, ctx)
+		if ti.optional {
+			optional = true
+		}
+		alts = append(alts, ti)
+	}
+	if len(alts) == 1 {
+		return alts[0]
+	}
+	var schemas []any
+	for _, a := range alts {
+		schemas = append(schemas, a.schema)
+	}
+	return typeInfo{schema: newObj().set("anyOf", schemas), optional: optional}
+}
+
+func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx string) typeInfo {
+	name := t.Name
+	args := t.TypeArgs()
+	pos := t.Pos
+	if t.Quoted != nil {
+		// a quoted type name counts as that type: "int", "list[str]"
+		inner, ok := c.parseQuotedType(t.Quoted)
+		if !ok {
+			return typeInfo{schema: newObj().set("type", "string")}
+		}
+		ti := c.resolveType(inner, ctx)
+		if t.Optional {
+			ti.optional = true
+		}
+		return ti
+	}
+	var ti typeInfo
+	switch name {
+	case "string", "str":
+		ti.schema = newObj().set("type", "string")
+	case "int", "integer":
+		ti.schema = newObj().set("type", "integer")
+	case "float", "number":
+		ti.schema = newObj().set("type", "number")
+	case "bool", "boolean":
+		ti.schema = newObj().set("type", "boolean")
+	case "any":
+		ti.schema = newObj()
+	case "list":
+		ti.schema = newObj().set("type", "array")
+		if len(args) > 1 {
+			c.errorAt(pos, lang.CodeUnknownType, "write list[T]", "list takes one type argument, found %d", len(args))
+		}
+		if len(args) >= 1 {
+			item := c.resolveType(args[0], ctx)
+			ti.schema.set("items", nullable(item))
+		}
+	case "dict":
+		ti.schema = newObj().set("type", "object")
+		switch len(args) {
+		case 0:
+		case 2:
+			k := c.resolveType(args[0], ctx)
+			if tv, _ := k.schema.get("type"); tv != "string" {
+				c.errorAt(args[0].Pos, lang.CodeUnknownType, "JSON object keys are strings: write dict[str, V]",
+					"dictionary keys must be strings, found %s", args[0].String())
+			}
+			v := c.resolveType(args[1], ctx)
+			ti.schema.set("additionalProperties", nullable(v))
+		case 1:
+			v := c.resolveType(args[0], ctx)
+			ti.schema.set("additionalProperties", nullable(v))
+		default:
+			c.errorAt(pos, lang.CodeUnknownType, "write dict or dict[K, V]", "dict takes two type arguments, found %d", len(args))
+		}
+	case "Option", "Optional":
+		if len(args) != 1 {
+			c.errorAt(pos, lang.CodeUnknownType, "write Option[T]", "%s takes one type argument, found %d", name, len(args))
+			ti.schema = newObj().set("type", "string")
+		} else {
+			ti = c.resolveType(args[0], ctx)
+		}
+		ti.optional = true
+	default:
+		if p, ok := c.protocols[name]; ok {
+			ti.schema = c.protocolSchema(p, pos)
+		} else if a, ok := c.aliases[name]; ok {
+			ti = c.aliasType(a, pos, ctx)
+		} else {
+			hint := "types are string, int, float, bool, list[T], dict[K, V], T?, A | B, or a protocol name"
+			if best := lang.Closest(name, c.typeNames()); best != "" {
+				hint = fmt.Sprintf("did you mean `%s`?", best)
+			}
+			c.errorAt(pos, lang.CodeUnknownType, hint, "unknown type `%s` in %s", name, ctx)
+			ti.schema = newObj().set("type", "string")
+		}
+		if len(args) > 0 {
+			c.errorAt(pos, lang.CodeUnknownType, "only list, dict and Option take type arguments",
+				"type `%s` takes no type arguments", name)
+		}
+	}
+	if t.Optional {
+		ti.optional = true
+	}
+	return ti
+}
+
+// nullable returns the schema of a type that may also be null when optional.
+func nullable(ti typeInfo) *obj {
+	if !ti.optional {
+		return ti.schema
+	}
+	s := ti.schema
+	if tv, ok := s.get("type"); ok {
+		if ts, ok := tv.(string); ok {
+			out := s.clone()
+			out.set("type", []string{ts, "null"})
+			return out
+		}
+	}
+	if _, ok := s.get("anyOf"); ok && len(s.keys) == 1 {
+		alts, _ := s.get("anyOf")
+		list := append([]any{}, alts.([]any)...)
+		return newObj().set("anyOf", append(list, newObj().set("type", "null")))
+	}
+	if len(s.keys) == 0 {
+		return s // any: null included
+	}
+	return newObj().set("anyOf", []any{s, newObj().set("type", "null")})
+}
+
+// parseQuotedType reads the type inside a quoted type name.
+func (c *compiler) parseQuotedType(s *lang.StringLit) (*lang.TypeExpr, bool) {
+	te, diags := lang.ParseType(s.Pos, s.Value())
+	if len(diags) > 0 {
+		c.errorAt(s.Pos, lang.CodeUnknownType, "write a type such as \"string\", \"int\" or \"list[str]\"",
+			"%q is not a type", s.Value())
+		return nil, false
+	}
+	return te, true
+}
+
+// protocolSchema returns the object schema of a protocol, computing it once;
+// a protocol that contains itself is an error.
+func (c *compiler) protocolSchema(p *protoDecl, at lang.Position) *obj {
+	if p.schema != nil {
+		return p.schema
+	}
+	if p.resolving {
+		c.errorAt(at, lang.CodeUnknownType, "use a list or an optional field for recursive data, or flatten it",
+			"protocol %s contains itself", p.decl.DeclName())
+		return newObj().set("type", "object")
+	}
+	p.resolving = true
+	props := newObj()
+	required := []string{}
+	for _, f := range p.decl.Fields {
+		name := f.Key.Name()
+		if _, dup := props.get(name); dup {
+			c.errorAt(f.Pos, lang.CodeDuplicate, "remove one of them", "field `%s` appears twice in protocol %s", name, p.decl.DeclName())
+			continue
+		}
+		ti := c.resolveType(f.Type, "field "+name+" of protocol "+p.decl.DeclName())
+		props.set(name, nullable(ti))
+		required = append(required, name)
+	}
+	p.schema = newObj().set("type", "object").set("properties", props).
+		set("required", required).set("additionalProperties", false)
+	p.resolving = false
+	return p.schema
+}
+
+// aliasType resolves a `type Name = T @ "constraint"` declaration; the
+// constraint becomes the schema's description.
+func (c *compiler) aliasType(a *aliasDecl, at lang.Position, ctx string) typeInfo {
+	if a.resolving {
+		c.errorAt(at, lang.CodeUnknownType, "a type alias cannot refer to itself", "type %s refers to itself", a.decl.Name.Name)
+		return typeInfo{schema: newObj().set("type", "string")}
+	}
+	a.resolving = true
+	defer func() { a.resolving = false }()
+	ti := c.resolveType(a.decl.Type, ctx)
+	if a.decl.Constraint != nil {
+		ti.schema = ti.schema.clone().set("description", a.decl.Constraint.Value())
+	}
+	return ti
+}
+
+// defaultJSON converts a default value to JSON, checking it against the
+// parameter's schema type.
+func (c *compiler) defaultJSON(v *lang.Value, ti typeInfo, param string) (any, bool) {
+	val, ok := c.valueJSON(v)
+	if !ok {
+		return nil, false
+	}
+	want, _ := ti.schema.get("type")
+	wantS, _ := want.(string)
+	okType := true
+	switch wantS {
+	case "string":
+		_, okType = val.(string)
+	case "integer":
+		switch n := val.(type) {
+		case int64:
+		case float64:
+			okType = n == float64(int64(n))
+		default:
+			okType = false
+		}
+	case "number":
+		switch val.(type) {
+		case int64, float64:
+		default:
+			okType = false
+		}
+	case "boolean":
+		_, okType = val.(bool)
+	case "array":
+		_, okType = val.([]any)
+	case "object":
+		_, okType = val.(map[string]any)
+	}
+	if !okType {
+		c.errorAt(v.Pos, lang.CodeBadDefault, fmt.Sprintf("give a %s value or remove the default", wantS),
+			"default of parameter `%s` is %s, but its type is %s", param, jsonKind(val), wantS)
+		return nil, false
+	}
+	return val, true
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case int64, float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	case nil:
+		return "null"
+	}
+	return "a value"
+}
+
+// valueJSON converts a property value to a JSON value: strings, int64 or
+// float64, bools, lists, objects; a bare name becomes its text.
+func (c *compiler) valueJSON(v *lang.Value) (any, bool) {
+	switch {
+	case v == nil:
+		return nil, true
+	case v.Number != nil:
+		return numberValue(v.Number.Text, v.Number.Neg), true
+	case v.Str != nil:
+		return v.Str.Value(), true
+	case v.Bool != nil:
+		return *v.Bool == "true", true
+	case v.Ref != nil:
+		return v.Ref.String(), true
+	case v.List != nil:
+		out := make([]any, 0, len(v.List.Items))
+		for _, it := range v.List.Items {
+			x, ok := c.valueJSON(it.Value)
+			if !ok {
+				return nil, false
+			}
+			if it.Label != "" {
+				x = map[string]any{it.Label: x}
+			}
+			out = append(out, x)
+		}
+		return out, true
+	case v.Object != nil:
+		out := make(map[string]any, len(v.Object.Entries))
+		for _, e := range v.Object.Entries {
+			x, ok := c.valueJSON(e.Value)
+			if !ok {
+				return nil, false
+			}
+			out[e.Key.Name()] = x
+		}
+		return out, true
+	}
+	return nil, true
+}
+
+// describeValue names the form of a value for messages.
+func describeValue(v *lang.Value) string {
+	switch {
+	case v == nil:
+		return "nothing"
+	case v.Number != nil:
+		return "the number " + numberText(v.Number)
+	case v.Str != nil:
+		s := v.Str.Value()
+		if len(s) > 40 {
+			s = s[:37] + "…"
+		}
+		return fmt.Sprintf("the string %q", s)
+	case v.Bool != nil:
+		return *v.Bool
+	case v.Ref != nil:
+		return "the name `" + v.Ref.String() + "`"
+	case v.List != nil:
+		return "a list"
+	case v.Object != nil:
+		return "an object"
+	}
+	return "a value"
+}
+
+func numberText(n *lang.NumberLit) string {
+	if n.Neg {
+		return "-" + n.Text
+	}
+	return n.Text
+}
+
+// compactJSON encodes v without spaces.
+func compactJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// only obj/[]any/map/primitive values are encoded here
+		return json.RawMessage(`{}`)
+	}
+	return b
+}
+
+func joinNames(names []string) string {
+	if len(names) > 6 {
+		return strings.Join(names[:6], ", ") + fmt.Sprintf(", … (%d in all)", len(names))
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,586 @@
+package lang
+
+import (
+	"strings"
+
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// File is one parsed source file.
+type File struct {
+	Path string
+	// Decls are the top-level declarations in source order.
+	Decls []Decl
+}
+
+// Decl is a top-level declaration: *ToolFn, *LegacyTool, *Agent, *Protocol,
+// *Include, *UseConfig or *OtherDecl.
+type Decl interface {
+	// DeclKind is the kind shown by nexa inspect ("tool", "agent", "flow", …).
+	DeclKind() string
+	// DeclName is the declared name ("" for anonymous kinds).
+	DeclName() string
+	// DeclPos is where the declaration starts (its first decorator or keyword).
+	DeclPos() Position
+	// NamePos is where the name is written (DeclPos when there is none).
+	NamePos() Position
+}
+
+// Name is an identifier with its position.
+type Name struct {
+	Pos  lexer.Position
+	Name string `parser:"@Ident"`
+}
+
+// StringLit is a "…" or """…""" literal; Raw keeps the quotes.
+type StringLit struct {
+	Pos lexer.Position
+	Raw string `parser:"@(String | RawString)"`
+}
+
+// Value is the decoded text (escape rule of the package documentation).
+func (s *StringLit) Value() string { return StringValue(s.Raw) }
+
+// Triple reports whether the literal is triple-quoted.
+func (s *StringLit) Triple() bool { return strings.HasPrefix(s.Raw, `"""`) }
+
+// Value is a property or setting value: string, number, boolean, name
+// (possibly dotted), list or object.
+type Value struct {
+	Pos    lexer.Position
+	Number *NumberLit `parser:"  @@"`
+	Str    *StringLit `parser:"| @@"`
+	Bool   *string    `parser:"| @('true' | 'false')"`
+	List   *ListLit   `parser:"| @@"`
+	Object *ObjectLit `parser:"| @@"`
+	Ref    *RefLit    `parser:"| @@"`
+}
+
+// NumberLit is a number with an optional leading minus.
+type NumberLit struct {
+	Pos  lexer.Position
+	Neg  bool   `parser:"@'-'?"`
+	Text string `parser:"@Number"`
+}
+
+// RefLit is a bare name such as `auto` or `std.fs`.
+type RefLit struct {
+	Pos   lexer.Position
+	Parts []string `parser:"@Ident ( '.' @Ident )*"`
+}
+
+// String is the dotted name.
+func (r *RefLit) String() string { return strings.Join(r.Parts, ".") }
+
+// ListLit is `[a, b, label: c]`.
+type ListLit struct {
+	Pos   lexer.Position
+	Items []*ListItem `parser:"'[' ( @@ ( ',' @@ )* ','? )? ']'"`
+}
+
+// ListItem is one list element; Label is set for `fallback: "m"`.
+type ListItem struct {
+	Pos   lexer.Position
+	Label string `parser:"( @Ident ':' )?"`
+	Value *Value `parser:"@@"`
+}
+
+// ObjectLit is `{ "k": v, k2: v2 }` (commas optional).
+type ObjectLit struct {
+	Pos     lexer.Position
+	Entries []*Property `parser:"'{' @@* '}'"`
+}
+
+// Property is `key: value` with an optional trailing comma or semicolon.
+type Property struct {
+	Pos   lexer.Position
+	Key   *Key   `parser:"@@ ':'"`
+	Value *Value `parser:"@@ ( ',' | ';' )?"`
+}
+
+// Key is a property name, bare or quoted.
+type Key struct {
+	Pos   lexer.Position
+	Ident string     `parser:"  @Ident"`
+	Str   *StringLit `parser:"| @@"`
+}
+
+// Name returns the key text.
+func (k *Key) Name() string {
+	if k.Str != nil {
+		return k.Str.Value()
+	}
+	return k.Ident
+}
+
+// Decorator is `@name(args)`, such as @tool("…", risk_level: "high") or
+// @limit(max_tokens=2000).
+type Decorator struct {
+	Pos  lexer.Position
+	Name string `parser:"'@' @Ident"`
+	Args []*Arg `parser:"( '(' ( @@ ( ',' @@ )* ','? )? ')' )?"`
+}
+
+// Arg is a decorator argument, positional or named with `:` or `=`.
+type Arg struct {
+	Pos   lexer.Position
+	Name  string `parser:"( @Ident ( ':' | '=' ) )?"`
+	Value *Value `parser:"@@"`
+}
+
+// TypeExpr is a type: alternatives separated by `|`.
+type TypeExpr struct {
+	Pos  lexer.Position
+	Alts []*TypeTerm `parser:"@@ ( '|' @@ )*"`
+}
+
+// String writes the type back in source form.
+func (t *TypeExpr) String() string {
+	if t == nil {
+		return ""
+	}
+	parts := make([]string, len(t.Alts))
+	for i, a := range t.Alts {
+		parts[i] = a.String()
+	}
+	return strings.Join(parts, " | ")
+}
+
+// TypeTerm is one named type with optional arguments and `?`.
+type TypeTerm struct {
+	Pos    lexer.Position
+	Quoted *StringLit  `parser:"( @@"`
+	Name   string      `parser:"| @Ident"`
+	Args   []*TypeExpr `parser:"  ( '[' @@ ( ',' @@ )* ']'"`
+	// Angle holds the names of the 2.x form `List<str>` (flat on purpose:
+	// `<` is not a bracket the depth check counts, so it must not nest).
+	Angle    []string `parser:"    | '<' @Ident ( ',' @Ident )* '>' )? )"`
+	Optional bool     `parser:"@'?'?"`
+}
+
+// TypeArgs returns the type arguments of either form.
+func (t *TypeTerm) TypeArgs() []*TypeExpr {
+	if len(t.Angle) == 0 {
+		return t.Args
+	}
+	out := make([]*TypeExpr, len(t.Angle))
+	for i, n := range t.Angle {
+		out[i] = &TypeExpr{Pos: t.Pos, Alts: []*TypeTerm{{Pos: t.Pos, Name: n}}}
+	}
+	return out
+}
+
+// String writes the term back in source form.
+func (t *TypeTerm) String() string {
+	var b strings.Builder
+	if t.Quoted != nil {
+		b.WriteString(t.Quoted.Raw)
+	} else {
+		b.WriteString(t.Name)
+	}
+	if args := t.TypeArgs(); len(args) > 0 {
+		b.WriteByte('[')
+		for i, a := range args {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(a.String())
+		}
+		b.WriteByte(']')
+	}
+	if t.Optional {
+		b.WriteByte('?')
+	}
+	return b.String()
+}
+
+// ToolFn is `@tool("description", settings…) fn name(params): Type { body }`.
+type ToolFn struct {
+	Pos        lexer.Position
+	Decorators []*Decorator `parser:"@@*"`
+	Name       *Name        `parser:"'fn' @@"`
+	Params     []*Param     `parser:"'(' ( @@ ( ',' @@ )* ','? )? ')'"`
+	Returns    *TypeExpr    `parser:"( ( ':' | '->' ) @@ )?"`
+	Body       *Block       `parser:"@@"`
+}
+
+// Param is one tool parameter. Type is nil when the source leaves it out
+// (an error for the compiler, accepted by the parser so that the message can
+// say so). Doc is the text of an adjacent comment.
+type Param struct {
+	Pos     lexer.Position
+	Name    string    `parser:"@Ident"`
+	Type    *TypeExpr `parser:"( ':' @@ )?"`
+	Default *Value    `parser:"( '=' @@ )?"`
+	Doc     string
+}
+
+// Block is `{ statements }`.
+type Block struct {
+	Pos    lexer.Position
+	Stmts  []*Stmt `parser:"'{' @@*"`
+	EndPos lexer.Position
+	Close  string `parser:"@'}'"`
+}
+
+// Stmt is one statement of a tool body; exactly one field is set.
+type Stmt struct {
+	Pos    lexer.Position
+	Python *PythonStmt `parser:"( @@"`
+	Return *ReturnStmt `parser:"| @@"`
+	Print  *PrintStmt  `parser:"| @@"`
+	If     *IfStmt     `parser:"| @@"`
+	Other  *OtherStmt  `parser:"| @@"`
+	Assign *AssignStmt `parser:"| @@"`
+	Expr   *Expr       `parser:"| @@ ) ';'*"`
+}
+
+// PythonStmt is `python! """…"""`.
+type PythonStmt struct {
+	Pos  lexer.Position
+	Code *StringLit `parser:"'python' '!' @@"`
+}
+
+// ReturnStmt is `return EXPR` (the value may be left out).
+type ReturnStmt struct {
+	Pos   lexer.Position
+	Value *Expr `parser:"'return' @@?"`
+}
+
+// PrintStmt is `print(EXPR)` or `print EXPR`.
+type PrintStmt struct {
+	Pos   lexer.Position
+	Value *Expr `parser:"'print' @@"`
+}
+
+// IfStmt is `if (COND) { … } else if (COND) { … } else { … }`.
+type IfStmt struct {
+	Pos    lexer.Position
+	Cond   *Expr     `parser:"'if' @@"`
+	Then   *Block    `parser:"@@"`
+	ElseIf []*ElseIf `parser:"@@*"`
+	Else   *Block    `parser:"( 'else' @@ )?"`
+}
+
+// ElseIf is one `else if (COND) { … }` arm.
+type ElseIf struct {
+	Pos  lexer.Position
+	Cond *Expr  `parser:"'else' 'if' @@"`
+	Then *Block `parser:"@@"`
+}
+
+// AssignStmt is `name = EXPR` (also `+=`, `-=`, and dotted targets, which
+// the compiler rejects).
+type AssignStmt struct {
+	Pos    lexer.Position
+	Target []string `parser:"@Ident ( '.' @Ident )*"`
+	Op     string   `parser:"@( '=' | '+=' | '-=' )"`
+	Value  *Expr    `parser:"@@"`
+}
+
+// Expr is a flat chain of operands and binary operators; the compiler
+// applies precedence when it lowers it.
+type Expr struct {
+	Pos  lexer.Position
+	Left *Unary   `parser:"@@"`
+	Ops  []*BinOp `parser:"@@*"`
+}
+
+// BinOp is one operator and its right operand.
+type BinOp struct {
+	Pos   lexer.Position
+	Op    string `parser:"@( '==' | '!=' | '<=' | '>=' | '<' | '>' | '+' | '-' | '*' | '/' | '%' | '&&' | '||' | 'and' | 'or' | '??' | '|>>' | '&>>' | '>>' | '|>' | '||' )"`
+	Right *Unary `parser:"@@"`
+}
+
+// Unary is an operand with prefix operators.
+type Unary struct {
+	Pos lexer.Position
+	Ops []string `parser:"@( '-' | '!' | 'not' )*"`
+	X   *Postfix `parser:"@@"`
+}
+
+// Postfix is a primary expression followed by member accesses, calls and
+// indexing.
+type Postfix struct {
+	Pos      lexer.Position
+	Primary  *Primary  `parser:"@@"`
+	Suffixes []*Suffix `parser:"@@*"`
+}
+
+// Suffix is `.name`, `(args)` or `[index]`.
+type Suffix struct {
+	Pos    lexer.Position
+	Member *string   `parser:"  '.' @Ident"`
+	Call   *CallArgs `parser:"| @@"`
+	Index  *Expr     `parser:"| '[' @@ ']'"`
+}
+
+// CallArgs are the arguments of a call.
+type CallArgs struct {
+	Pos  lexer.Position
+	Args []*CallArg `parser:"'(' ( @@ ( ',' @@ )* ','? )? ')'"`
+}
+
+// CallArg is one call argument, positional or named.
+type CallArg struct {
+	Pos   lexer.Position
+	Name  string `parser:"( @Ident ( '=' | ':' ) )?"`
+	Value *Expr  `parser:"@@"`
+}
+
+// Primary is a literal, a name, a parenthesised expression or a list.
+type Primary struct {
+	Pos    lexer.Position
+	Number *string    `parser:"  @Number"`
+	Str    *StringLit `parser:"| @@"`
+	Bool   *string    `parser:"| @( 'true' | 'false' )"`
+	Null   bool       `parser:"| @( 'null' | 'None' | 'nil' )"`
+	Name   *string    `parser:"| @Ident"`
+	Paren  *Expr      `parser:"| '(' @@ ')'"`
+	List   *ListExpr  `parser:"| @@"`
+}
+
+// ListExpr is a list literal inside a tool body.
+type ListExpr struct {
+	Pos   lexer.Position
+	Items []*Expr `parser:"'[' ( @@ ( ',' @@ )* ','? )? ']'"`
+}
+
+// LegacyTool is `tool NAME { description: "…", parameters: {…} }` and its
+// `mcp:` and `python:` forms.
+type LegacyTool struct {
+	Pos   lexer.Position
+	Name  *Name       `parser:"'tool' @@"`
+	Props []*Property `parser:"'{' @@* '}'"`
+}
+
+// Agent is an agent declaration with its header clauses and body.
+type Agent struct {
+	Pos        lexer.Position
+	Decorators []*Decorator `parser:"@@*"`
+	Name       *Name        `parser:"'agent' @@"`
+	Returns    *TypeExpr    `parser:"( '->' @@ )?"`
+	Uses       []*UseItem   `parser:"( 'uses' @@ ( ',' @@ )* ','? )?"`
+	Implements *Name        `parser:"( 'implements' @@ )?"`
+	Clauses    []*Clause    `parser:"@@*"`
+	Items      []*AgentItem `parser:"'{' @@* '}'"`
+}
+
+// UseItem is one entry of a uses clause.
+type UseItem struct {
+	Pos  lexer.Position
+	MCP  *StringLit `parser:"  'mcp' ':' @@"`
+	File *StringLit `parser:"| @@"`
+	Path []string   `parser:"| @Ident ( '.' @Ident )*"`
+}
+
+// Clause is a `requires` or `ensures` contract clause.
+type Clause struct {
+	Pos    lexer.Position
+	Tokens []lexer.Token
+	Kind   string     `parser:"@( 'requires' | 'ensures' )"`
+	Text   *StringLit `parser:"( @@"`
+	Expr   *Expr      `parser:"| @@ )"`
+}
+
+// AgentItem is a property or a `context { … }` block.
+type AgentItem struct {
+	Pos     lexer.Position
+	Context *ContextBlock `parser:"  @@"`
+	Prop    *Property     `parser:"| @@"`
+}
+
+// ContextBlock is `context { key: value … }` inside an agent.
+type ContextBlock struct {
+	Pos   lexer.Position
+	Props []*Property `parser:"'context' '{' @@* '}' ( ',' | ';' )?"`
+}
+
+// Protocol is `protocol NAME { field: type … }`.
+type Protocol struct {
+	Pos    lexer.Position
+	Name   *Name    `parser:"'protocol' @@"`
+	Fields []*Field `parser:"'{' @@* '}'"`
+}
+
+// Field is one protocol field.
+type Field struct {
+	Pos  lexer.Position
+	Key  *Key      `parser:"@@ ':'"`
+	Type *TypeExpr `parser:"@@ ( ',' | ';' )?"`
+}
+
+// Include is `include "path";`.
+type Include struct {
+	Pos  lexer.Position
+	Path *StringLit `parser:"'include' @@ ';'?"`
+}
+
+// UseConfig is `use config NAME;`.
+type UseConfig struct {
+	Pos  lexer.Position
+	Name *Name `parser:"'use' 'config' @@ ';'?"`
+}
+
+// OtherDecl is a declaration nexa agent does not compile (flow, test,
+// type, job, server, …): kept with its kind, name and extent, checked only
+// for balanced brackets, strings and comments.
+type OtherDecl struct {
+	Pos  lexer.Position
+	Kind string
+	Name string
+	// NameAt is where the name is written.
+	NameAt lexer.Position
+}
+
+// BrokenDecl stands for a declaration that could not be parsed; it keeps
+// the kind and name (when they could be read) so that later checks do not
+// report the name as unknown on top of the syntax error.
+type BrokenDecl struct {
+	Pos    lexer.Position
+	Kind   string
+	Name   string
+	NameAt lexer.Position
+}
+
+func nameOf(n *Name) string {
+	if n == nil {
+		return ""
+	}
+	return n.Name
+}
+
+func namePos(n *Name, def lexer.Position) lexer.Position {
+	if n == nil {
+		return def
+	}
+	return n.Pos
+}
+
+// DeclKind implements Decl.
+func (d *ToolFn) DeclKind() string { return "tool" }
+
+// DeclName implements Decl.
+func (d *ToolFn) DeclName() string { return nameOf(d.Name) }
+
+// DeclPos implements Decl.
+func (d *ToolFn) DeclPos() Position { return d.Pos }
+
+// NamePos implements Decl.
+func (d *ToolFn) NamePos() Position { return namePos(d.Name, d.Pos) }
+
+// DeclKind implements Decl.
+func (d *LegacyTool) DeclKind() string { return "tool" }
+
+// DeclName implements Decl.
+func (d *LegacyTool) DeclName() string { return nameOf(d.Name) }
+
+// DeclPos implements Decl.
+func (d *LegacyTool) DeclPos() Position { return d.Pos }
+
+// NamePos implements Decl.
+func (d *LegacyTool) NamePos() Position { return namePos(d.Name, d.Pos) }
+
+// DeclKind implements Decl.
+func (d *Agent) DeclKind() string { return "agent" }
+
+// DeclName implements Decl.
+func (d *Agent) DeclName() string { return nameOf(d.Name) }
+
+// DeclPos implements Decl.
+func (d *Agent) DeclPos() Position { return d.Pos }
+
+// NamePos implements Decl.
+func (d *Agent) NamePos() Position { return namePos(d.Name, d.Pos) }
+
+// DeclKind implements Decl.
+func (d *Protocol) DeclKind() string { return "protocol" }
+
+// DeclName implements Decl.
+func (d *Protocol) DeclName() string { return nameOf(d.Name) }
+
+// DeclPos implements Decl.
+func (d *Protocol) DeclPos() Position { return d.Pos }
+
+// NamePos implements Decl.
+func (d *Protocol) NamePos() Position { return namePos(d.Name, d.Pos) }
+
+// DeclKind implements Decl.
+func (d *Include) DeclKind() string { return "include" }
+
+// DeclName implements Decl.
+func (d *Include) DeclName() string {
+	if d.Path == nil {
+		return ""
+	}
+	return d.Path.Value()
+}
+
+// DeclPos implements Decl.
+func (d *Include) DeclPos() Position { return d.Pos }
+
+// NamePos implements Decl.
+func (d *Include) NamePos() Position {
+	if d.Path == nil {
+		return d.Pos
+	}
+	return d.Path.Pos
+}
+
+// DeclKind implements Decl.
+func (d *UseConfig) DeclKind() string { return "use_config" }
+
+// DeclName implements Decl.
+func (d *UseConfig) DeclName() string { return nameOf(d.Name) }
+
+// DeclPos implements Decl.
+func (d *UseConfig) DeclPos() Position { return d.Pos }
+
+// NamePos implements Decl.
+func (d *UseConfig) NamePos() Position { return namePos(d.Name, d.Pos) }
+
+// DeclKind implements Decl.
+func (d *OtherDecl) DeclKind() string { return d.Kind }
+
+// DeclName implements Decl.
+func (d *OtherDecl) DeclName() string { return d.Name }
+
+// DeclPos implements Decl.
+func (d *OtherDecl) DeclPos() Position { return d.Pos }
+
+// NamePos implements Decl.
+func (d *OtherDecl) NamePos() Position { return d.NameAt }
+
+// DeclKind implements Decl.
+func (d *BrokenDecl) DeclKind() string { return d.Kind }
+
+// DeclName implements Decl.
+func (d *BrokenDecl) DeclName() string { return d.Name }
+
+// DeclPos implements Decl.
+func (d *BrokenDecl) DeclPos() Position { return d.Pos }
+
+// NamePos implements Decl.
+func (d *BrokenDecl) NamePos() Position { return d.NameAt }
+
+// TypeDecl is `type Name = T` with an optional `@ "constraint"` (a
+// semantic type of 2.x).
+type TypeDecl struct {
+	Pos        lexer.Position
+	Name       *Name      `parser:"'type' @@ '='"`
+	Type       *TypeExpr  `parser:"@@"`
+	Constraint *StringLit `parser:"( '@' @@ )? ';'?"`
+}
+
+// DeclKind implements Decl.
+func (d *TypeDecl) DeclKind() string { return "type" }
+
+// DeclName implements Decl.
+func (d *TypeDecl) DeclName() string { return nameOf(d.Name) }
+
+// DeclPos implements Decl.
+func (d *TypeDecl) DeclPos() Position { return d.Pos }
+
+// NamePos implements Decl.
+func (d *TypeDecl) NamePos() Position { return namePos(d.Name, d.Pos) }

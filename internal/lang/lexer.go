@@ -1,0 +1,387 @@
+package lang
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// Token types produced by Lex. Participle grammars refer to them by the names
+// of Symbols (Ident, String, RawString, Number, Punct, Comment, Invalid).
+const (
+	EOF                       = lexer.EOF
+	Ident     lexer.TokenType = -2
+	String    lexer.TokenType = -3 // "…"; Value keeps the quotes and raw text
+	RawString lexer.TokenType = -4 // """…"""; Value keeps the quotes
+	Number    lexer.TokenType = -5
+	Punct     lexer.TokenType = -6
+	Comment   lexer.TokenType = -7
+	Invalid   lexer.TokenType = -8
+)
+
+var symbols = map[string]lexer.TokenType{
+	"EOF":       EOF,
+	"Ident":     Ident,
+	"String":    String,
+	"RawString": RawString,
+	"Number":    Number,
+	"Punct":     Punct,
+	"Comment":   Comment,
+	"Invalid":   Invalid,
+}
+
+// multiPunct are the operators of more than one character, longest first so
+// that the first match is the longest.
+var multiPunct = []string{
+	"|>>", "&>>", "...",
+	"->", "=>", "==", "!=", "<=", ">=", "&&", "||", ">>", "|>", "??", "::", "..", "+=", "-=",
+}
+
+// Token is a lexed token; participle's type is used directly so that tokens
+// can be handed to participle parsers without copying.
+type Token = lexer.Token
+
+// Position is a source position (file, byte offset, 1-based line and column
+// counted in characters).
+type Position = lexer.Position
+
+// Lex splits src into tokens, comments included, ending with an EOF token.
+// It never fails: problems (unterminated strings or comments, characters
+// that cannot start a token) are returned as diagnostics and the offending
+// text becomes an Invalid token or is kept inside the literal it belongs to.
+func Lex(file string, src []byte) ([]Token, Diagnostics) {
+	lx := &scanner{file: file, src: src, str: string(src), line: 1, col: 1}
+	lx.toks = make([]Token, 0, len(src)/5+1)
+	lx.run()
+	return lx.toks, lx.diags
+}
+
+type scanner struct {
+	file  string
+	src   []byte
+	str   string // src as a string: token values are substrings of it
+	off   int
+	line  int
+	col   int
+	toks  []Token
+	diags Diagnostics
+	// invalidRun merges consecutive bad characters into one diagnostic.
+	invalidRun bool
+}
+
+func (s *scanner) pos() Position {
+	return Position{Filename: s.file, Offset: s.off, Line: s.line, Column: s.col}
+}
+
+// advance moves over n bytes, keeping line and column (in characters).
+func (s *scanner) advance(n int) {
+	end := s.off + n
+	for s.off < end {
+		c := s.src[s.off]
+		if c == '\n' {
+			s.line++
+			s.col = 1
+			s.off++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			s.off++
+		} else {
+			_, size := utf8.DecodeRune(s.src[s.off:end])
+			s.off += size
+		}
+		s.col++
+	}
+}
+
+func (s *scanner) emit(t lexer.TokenType, start Position) {
+	s.toks = append(s.toks, Token{Type: t, Value: s.str[start.Offset:s.off], Pos: start})
+}
+
+func (s *scanner) errorf(p Position, hint, format string, args ...any) {
+	s.diags = append(s.diags, Diagnostic{
+		File: p.Filename, Line: p.Line, Column: p.Column,
+		Code: CodeLex, Message: fmt.Sprintf(format, args...), Hint: hint, Severity: SeverityError,
+	})
+}
+
+func (s *scanner) peekIs(str string) bool {
+	return len(s.src)-s.off >= len(str) && string(s.src[s.off:s.off+len(str)]) == str
+}
+
+func (s *scanner) run() {
+	// A UTF-8 byte order mark is not text.
+	if s.peekIs("\uFEFF") {
+		s.off += 3
+	}
+	for s.off < len(s.src) {
+		c := s.src[s.off]
+		start := s.pos()
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			s.advance(1)
+			s.invalidRun = false
+			continue
+		case c == '/' && s.peekIs("//"):
+			end := s.off
+			for end < len(s.src) && s.src[end] != '\n' {
+				end++
+			}
+			s.advance(end - s.off)
+			s.emit(Comment, start)
+		case c == '/' && s.peekIs("/*"):
+			idx := bytes.Index(s.src[s.off+2:], []byte("*/"))
+			if idx < 0 {
+				s.errorf(start, "close it with */", "unterminated /* comment")
+				s.advance(len(s.src) - s.off)
+			} else {
+				s.advance(idx + 4)
+			}
+			s.emit(Comment, start)
+		case c == '"' && s.peekIs(`"""`):
+			s.lexTriple(start)
+		case c == '"':
+			s.lexString(start)
+		case isIdentStart(c):
+			end := s.off + 1
+			for end < len(s.src) && isIdentPart(s.src[end]) {
+				end++
+			}
+			s.advance(end - s.off)
+			s.emit(Ident, start)
+		case c >= '0' && c <= '9':
+			s.lexNumber(start)
+		case c < utf8.RuneSelf && c >= 0x21 && c != 0x7f:
+			n := 1
+			for _, p := range multiPunct {
+				if s.peekIs(p) {
+					n = len(p)
+					break
+				}
+			}
+			s.advance(n)
+			s.emit(Punct, start)
+		default:
+			s.lexInvalid(start)
+			continue
+		}
+		s.invalidRun = false
+	}
+	s.toks = append(s.toks, lexer.EOFToken(s.pos()))
+}
+
+func (s *scanner) lexInvalid(start Position) {
+	r, size := utf8.DecodeRune(s.src[s.off:])
+	var what string
+	switch {
+	case r == utf8.RuneError && size <= 1:
+		what = fmt.Sprintf("invalid UTF-8 byte 0x%02x", s.src[s.off])
+		size = 1
+	case r < 0x20 || r == 0x7f:
+		what = fmt.Sprintf("control character U+%04X", r)
+	default:
+		what = fmt.Sprintf("character %q (U+%04X)", r, r)
+	}
+	if !s.invalidRun {
+		s.errorf(start, "text outside strings and comments must be ASCII code",
+			"unexpected %s", what)
+	}
+	s.advance(size)
+	if s.invalidRun && len(s.toks) > 0 && s.toks[len(s.toks)-1].Type == Invalid {
+		last := &s.toks[len(s.toks)-1]
+		last.Value = s.str[last.Pos.Offset:s.off]
+	} else {
+		s.emit(Invalid, start)
+	}
+	s.invalidRun = true
+}
+
+func (s *scanner) lexNumber(start Position) {
+	i := s.off
+	digits := func() {
+		for i < len(s.src) && s.src[i] >= '0' && s.src[i] <= '9' {
+			i++
+		}
+	}
+	digits()
+	if i+1 < len(s.src) && s.src[i] == '.' && s.src[i+1] >= '0' && s.src[i+1] <= '9' {
+		i++
+		digits()
+	}
+	if i < len(s.src) && (s.src[i] == 'e' || s.src[i] == 'E') {
+		j := i + 1
+		if j < len(s.src) && (s.src[j] == '+' || s.src[j] == '-') {
+			j++
+		}
+		if j < len(s.src) && s.src[j] >= '0' && s.src[j] <= '9' {
+			i = j
+			digits()
+		}
+	}
+	s.advance(i - s.off)
+	s.emit(Number, start)
+}
+
+// lexTriple reads """…""": raw text up to the first """; quotes right
+// before the closing ones belong to the text ("""say "hi"""" is say "hi").
+func (s *scanner) lexTriple(start Position) {
+	body := s.off + 3
+	idx := bytes.Index(s.src[body:], []byte(`"""`))
+	if idx < 0 {
+		s.errorf(start, `close it with """`, "unterminated triple-quoted string")
+		s.advance(len(s.src) - s.off)
+		s.emit(RawString, start)
+		s.toks[len(s.toks)-1].Value += `"""` // keep the token well formed
+		return
+	}
+	end := body + idx + 3
+	for end < len(s.src) && s.src[end] == '"' {
+		end++
+	}
+	s.advance(end - s.off)
+	s.emit(RawString, start)
+}
+
+// lexString reads "…" by the escape rule of the package documentation.
+func (s *scanner) lexString(start Position) {
+	i := s.off + 1
+	for i < len(s.src) {
+		c := s.src[i]
+		if c == '"' {
+			s.advance(i + 1 - s.off)
+			s.emit(String, start)
+			return
+		}
+		if c == '\\' && i+1 < len(s.src) {
+			switch s.src[i+1] {
+			case '\\':
+				i += 2
+				continue
+			case '"':
+				if quoteEndsString(s.src, i+2) {
+					s.advance(i + 2 - s.off)
+					s.emit(String, start)
+					return
+				}
+				i += 2
+				continue
+			}
+		}
+		i++
+	}
+	s.errorf(start, `close it with "; a string may span lines, so it runs to the end of the file`, "unterminated string")
+	s.advance(len(s.src) - s.off)
+	s.emit(String, start)
+	s.toks[len(s.toks)-1].Value += `"`
+}
+
+// quoteEndsString decides whether a backslash-quote whose quote is just
+// before offset i closes the string (the 2.x reading) — true when what
+// follows on the same line is the end of the line or input, or a character
+// that can follow a string in 2.x.
+func quoteEndsString(src []byte, i int) bool {
+	for i < len(src) && (src[i] == ' ' || src[i] == '\t') {
+		i++
+	}
+	if i >= len(src) {
+		return true
+	}
+	return strings.IndexByte("\r\n,;)]}:+=?|&<>!/", src[i]) >= 0
+}
+
+func isIdentStart(c byte) bool {
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+}
+
+func isIdentPart(c byte) bool { return isIdentStart(c) || (c >= '0' && c <= '9') }
+
+// StringValue decodes the text of a String or RawString token (Value with
+// its quotes) by the escape rule of the package documentation.
+func StringValue(tok string) string {
+	if strings.HasPrefix(tok, `"""`) && len(tok) >= 6 {
+		return tok[3 : len(tok)-3]
+	}
+	if len(tok) < 2 || tok[0] != '"' {
+		return tok
+	}
+	inner := tok[1 : len(tok)-1]
+	if !hasEscapedQuote(inner) {
+		return inner
+	}
+	var b strings.Builder
+	for i := 0; i < len(inner); i++ {
+		c := inner[i]
+		if c == '\\' && i+1 < len(inner) {
+			switch inner[i+1] {
+			case '"':
+				b.WriteByte('"')
+				i++
+				continue
+			case '\\':
+				b.WriteByte('\\')
+				i++
+				continue
+			case 'n':
+				b.WriteByte('\n')
+				i++
+				continue
+			case 't':
+				b.WriteByte('\t')
+				i++
+				continue
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// hasEscapedQuote reports whether the inside of a string holds a \" pair
+// (after pairing \\), which the lexer only lets through as an escape.
+func hasEscapedQuote(inner string) bool {
+	for i := 0; i+1 < len(inner); i++ {
+		if inner[i] == '\\' {
+			if inner[i+1] == '"' {
+				return true
+			}
+			i++
+		}
+	}
+	return false
+}
+
+// tokenLexer replays a token slice for participle.
+type tokenLexer struct {
+	toks []Token
+	i    int
+}
+
+func (l *tokenLexer) Next() (Token, error) {
+	if l.i >= len(l.toks) {
+		if len(l.toks) > 0 {
+			return lexer.EOFToken(l.toks[len(l.toks)-1].Pos), nil
+		}
+		return lexer.EOFToken(Position{}), nil
+	}
+	t := l.toks[l.i]
+	l.i++
+	return t, nil
+}
+
+// definition adapts Lex to participle's lexer.Definition.
+type definition struct{}
+
+func (definition) Symbols() map[string]lexer.TokenType { return symbols }
+
+func (definition) Lex(filename string, r io.Reader) (lexer.Lexer, error) {
+	src, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", filename, err)
+	}
+	toks, _ := Lex(filename, src)
+	return &tokenLexer{toks: toks}, nil
+}

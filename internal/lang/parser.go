@@ -1,0 +1,538 @@
+package lang
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/alecthomas/participle/v2"
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// MaxErrorsPerFile bounds the diagnostics reported for one file so that
+// binary input gives a short report.
+const MaxErrorsPerFile = 50
+
+func build[G any]() *participle.Parser[G] {
+	return participle.MustBuild[G](
+		participle.Lexer(definition{}),
+		participle.Elide("Comment"),
+		participle.UseLookahead(64),
+	)
+}
+
+var (
+	toolFnParser     = build[ToolFn]()
+	agentParser      = build[Agent]()
+	legacyToolParser = build[LegacyTool]()
+	protocolParser   = build[Protocol]()
+	includeParser    = build[Include]()
+	useConfigParser  = build[UseConfig]()
+	typeDeclParser   = build[TypeDecl]()
+	typeExprParser   = build[TypeExpr]()
+)
+
+// ParseType reads a type written inside a string (a quoted parameter type
+// such as "list[str]"); every position of the result is at.
+func ParseType(at Position, text string) (*TypeExpr, Diagnostics) {
+	toks, diags := Lex(at.Filename, []byte(text))
+	if len(diags) > 0 || nestingDepth(toks) > MaxDepth {
+		return nil, Diagnostics{{File: at.Filename, Line: at.Line, Column: at.Column, Code: CodeSyntax,
+			Message: "expected a type, found " + strconvQuote(truncate(text, 40)), Severity: SeverityError}}
+	}
+	for i := range toks {
+		toks[i].Pos = at
+	}
+	te, err := parseWith(typeExprParser, toks)
+	if err != nil {
+		return nil, Diagnostics{{File: at.Filename, Line: at.Line, Column: at.Column, Code: CodeSyntax,
+			Message: "expected a type, found " + strconvQuote(text), Severity: SeverityError}}
+	}
+	return te, nil
+}
+
+func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }
+
+// nestingDepth is the deepest bracket nesting of a token list.
+func nestingDepth(toks []Token) int {
+	depth, deepest := 0, 0
+	for _, t := range toks {
+		if t.Type != Punct {
+			continue
+		}
+		switch t.Value {
+		case "(", "[", "{", "<":
+			depth++
+			deepest = max(deepest, depth)
+		case ")", "]", "}", ">":
+			depth--
+		}
+	}
+	return deepest
+}
+
+// Parse reads one source file. It always returns a File holding every
+// declaration it could read (declarations with errors appear as
+// *BrokenDecl), together with all diagnostics of the file.
+func Parse(path string, src []byte) (*File, Diagnostics) {
+	toks, diags := Lex(path, src)
+	sp := newSplitter(toks)
+	spans := sp.split()
+	diags = append(diags, sp.diags...)
+	f := &File{Path: path}
+	decls := make([]Decl, len(spans))
+	spanDiags := make([]Diagnostics, len(spans))
+	// Declarations are independent once split, so they are parsed on all
+	// cores; results are kept in source order.
+	workers := min(runtime.GOMAXPROCS(0), len(spans)/64+1)
+	var wg sync.WaitGroup
+	next := make(chan int, len(spans))
+	for i := range spans {
+		next <- i
+	}
+	close(next)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				decls[i], spanDiags[i] = parseSpan(toks, spans[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range spans {
+		diags = append(diags, spanDiags[i]...)
+		if decls[i] != nil {
+			f.Decls = append(f.Decls, decls[i])
+		}
+	}
+	diags.Sort([]string{path})
+	if n := len(diags.Errors()); n > MaxErrorsPerFile {
+		kept := make(Diagnostics, 0, MaxErrorsPerFile+1)
+		errs := 0
+		for _, d := range diags {
+			if d.IsError() {
+				errs++
+				if errs > MaxErrorsPerFile {
+					continue
+				}
+			}
+			kept = append(kept, d)
+		}
+		last := kept[len(kept)-1]
+		kept = append(kept, Diagnostic{
+			File: path, Line: last.Line, Column: last.Column, Code: CodeTooMany,
+			Message:  fmt.Sprintf("too many errors: %d more not shown", n-MaxErrorsPerFile),
+			Hint:     "is this a .nx source file?",
+			Severity: SeverityError,
+		})
+		diags = kept
+	}
+	return f, diags
+}
+
+// spanTokens returns the tokens of a span followed by an EOF token placed at
+// the token after the span, so that "found …" names what really follows.
+func spanTokens(toks []Token, s span) []Token {
+	out := make([]Token, 0, s.end-s.start+1)
+	out = append(out, toks[s.start:s.end]...)
+	out = append(out, lexer.EOFToken(toks[min(s.end, len(toks)-1)].Pos))
+	return out
+}
+
+func parseSpan(toks []Token, s span) (Decl, Diagnostics) {
+	first := toks[s.start]
+	kw := keywordIndex(toks, s)
+	name, nameAt := declName(toks, s, kw)
+	if s.broken {
+		return &BrokenDecl{Pos: first.Pos, Kind: kindLabel(s.kind), Name: name, NameAt: nameAt}, nil
+	}
+	var (
+		d   Decl
+		err error
+	)
+	ts := spanTokens(toks, s)
+	switch s.kind {
+	case "tool":
+		var v *ToolFn
+		v, err = parseWith(toolFnParser, ts)
+		if err == nil {
+			attachParamDocs(v, ts)
+			d = v
+		}
+	case "agent":
+		var v *Agent
+		v, err = parseWith(agentParser, ts)
+		d = v
+	case "legacy_tool":
+		var v *LegacyTool
+		v, err = parseWith(legacyToolParser, ts)
+		d = v
+	case "protocol":
+		var v *Protocol
+		v, err = parseWith(protocolParser, ts)
+		d = v
+	case "include":
+		var v *Include
+		v, err = parseWith(includeParser, ts)
+		d = v
+	case "use_config":
+		var v *UseConfig
+		v, err = parseWith(useConfigParser, ts)
+		d = v
+	case "type":
+		var v *TypeDecl
+		v, err = parseWith(typeDeclParser, ts)
+		d = v
+	case "decorated":
+		t := toks[kw]
+		return &BrokenDecl{Pos: first.Pos, Kind: "decorated"}, Diagnostics{{
+			File: t.Pos.Filename, Line: t.Pos.Line, Column: t.Pos.Column, Code: CodeSyntax,
+			Message:  fmt.Sprintf("expected `fn` or `agent` after the decorators, found %s", describeAt(toks, kw, s)),
+			Hint:     "decorators such as @tool(…) and @limit(…) go right before `fn` or `agent`",
+			Severity: SeverityError,
+		}}
+	default:
+		return &OtherDecl{Pos: first.Pos, Kind: s.kind, Name: name, NameAt: nameAt}, nil
+	}
+	if err != nil {
+		return &BrokenDecl{Pos: first.Pos, Kind: kindLabel(s.kind), Name: name, NameAt: nameAt},
+			Diagnostics{syntaxDiag(err, toks, s)}
+	}
+	return d, nil
+}
+
+func parseWith[G any](p *participle.Parser[G], ts []Token) (*G, error) {
+	pl, err := lexer.Upgrade(&tokenLexer{toks: ts}, Comment)
+	if err != nil {
+		return nil, fmt.Errorf("read tokens: %w", err)
+	}
+	return p.ParseFromLexer(pl)
+}
+
+// keywordIndex is the index of the declaration keyword (after decorators).
+func keywordIndex(toks []Token, s span) int {
+	i := s.start
+	if toks[i].Value != "@" {
+		return i
+	}
+	for i < s.end {
+		t := toks[i]
+		if t.Type == Ident && (t.Value == "fn" || t.Value == "agent") {
+			if i > s.start && toks[prevSignificant(toks, i)].Value != "@" {
+				return i
+			}
+		}
+		if t.Type == Punct && t.Value == "(" {
+			depth := 0
+			for ; i < s.end; i++ {
+				switch toks[i].Value {
+				case "(":
+					depth++
+				case ")":
+					depth--
+				}
+				if depth == 0 {
+					break
+				}
+			}
+		}
+		i++
+	}
+	for i = s.start; i < s.end; i++ {
+		if toks[i].Type == Ident && (toks[i].Value == "fn" || toks[i].Value == "agent") {
+			return i
+		}
+	}
+	return min(s.end, len(toks)-1)
+}
+
+func prevSignificant(toks []Token, i int) int {
+	for j := i - 1; j >= 0; j-- {
+		if toks[j].Type != Comment {
+			return j
+		}
+	}
+	return 0
+}
+
+func nextSignificant(toks []Token, i, end int) int {
+	for j := i; j < end; j++ {
+		if toks[j].Type != Comment {
+			return j
+		}
+	}
+	return end
+}
+
+// declName reads the name of a declaration from its tokens, best effort.
+func declName(toks []Token, s span, kw int) (string, Position) {
+	n := nextSignificant(toks, kw+1, s.end)
+	at := toks[kw].Pos
+	if n >= s.end {
+		return "", at
+	}
+	t := toks[n]
+	switch s.kind {
+	case "include":
+		if t.Type == String || t.Type == RawString {
+			return StringValue(t.Value), t.Pos
+		}
+		return "", at
+	case "use_config":
+		m := nextSignificant(toks, n+1, s.end)
+		if t.Value == "config" && m < s.end && toks[m].Type == Ident {
+			return toks[m].Value, toks[m].Pos
+		}
+		return "", at
+	case "test":
+		if t.Type == String || t.Type == RawString {
+			return StringValue(t.Value), t.Pos
+		}
+	case "server":
+		if t.Type == Number {
+			return t.Value, t.Pos
+		}
+	case "impl":
+		m := nextSignificant(toks, n+1, s.end)
+		o := nextSignificant(toks, m+1, s.end)
+		if t.Type == Ident && m < s.end && toks[m].Value == "for" && o < s.end && toks[o].Type == Ident {
+			return t.Value + " for " + toks[o].Value, t.Pos
+		}
+	case "match", "defer", "spawn", "parallel", "race", "channel", "after", "schedule":
+		return summarize(toks, kw+1, s.end), t.Pos
+	}
+	if t.Type == Ident {
+		return t.Value, t.Pos
+	}
+	return "", at
+}
+
+// summarize renders tokens as short text for anonymous declarations.
+func summarize(toks []Token, from, to int) string {
+	var b strings.Builder
+	for i := from; i < to && b.Len() < 40; i++ {
+		t := toks[i]
+		if t.Type == Comment {
+			continue
+		}
+		if t.Value == "{" {
+			break
+		}
+		if b.Len() > 0 && (t.Type == Ident || t.Type == Number || t.Type == String) {
+			last := b.String()[b.Len()-1]
+			if isIdentPart(last) || last == '"' {
+				b.WriteByte(' ')
+			}
+		}
+		b.WriteString(strings.ReplaceAll(t.Value, "\n", " "))
+	}
+	out := b.String()
+	if len(out) > 40 {
+		out = truncate(out, 37) + "…"
+	}
+	return strings.TrimSpace(out)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !validCut(s, n) {
+		n--
+	}
+	return s[:n]
+}
+
+func validCut(s string, n int) bool { return n >= len(s) || s[n]&0xC0 != 0x80 }
+
+func describeAt(toks []Token, i int, s span) string {
+	if i >= s.end {
+		return Describe(toks[min(s.end, len(toks)-1)])
+	}
+	return Describe(toks[i])
+}
+
+var expectedRe = regexp.MustCompile(`^unexpected token "((?s).*)" \(expected (.*)\)$`)
+
+// syntaxDiag turns a participle error into an "expected X, found Y"
+// diagnostic at the offending token.
+func syntaxDiag(err error, toks []Token, s span) Diagnostic {
+	var perr participle.Error
+	pos := toks[s.start].Pos
+	msg := err.Error()
+	expected := ""
+	var found string
+	if errors.As(err, &perr) {
+		pos = perr.Position()
+		msg = perr.Message()
+		var ute *participle.UnexpectedTokenError
+		if errors.As(err, &ute) {
+			found = Describe(ute.Unexpected)
+			if ute.Unexpected.EOF() {
+				found = describeAt(toks, s.end, s)
+			}
+			if m := expectedRe.FindStringSubmatch(ute.Message()); m != nil {
+				expected = friendlyExpected(m[2])
+			} else if ute.Expect != "" {
+				expected = friendlyExpected(ute.Expect)
+			}
+		}
+	}
+	d := Diagnostic{File: pos.Filename, Line: pos.Line, Column: pos.Column, Code: CodeSyntax, Severity: SeverityError}
+	if d.File == "" {
+		d.File = toks[s.start].Pos.Filename
+	}
+	switch {
+	case expected != "" && found != "":
+		d.Message = fmt.Sprintf("expected %s, found %s", expected, found)
+	case found != "":
+		d.Message = fmt.Sprintf("unexpected %s in %s", found, kindLabel(s.kind))
+	default:
+		d.Message = fmt.Sprintf("%s (in %s)", msg, kindLabel(s.kind))
+	}
+	d.Hint = syntaxHint(s.kind, expected, found)
+	return d
+}
+
+// friendlyExpected rewrites participle's description of what it expected
+// into the words of the language.
+func friendlyExpected(e string) string {
+	e = strings.TrimSpace(e)
+	switch e {
+	case "Ident", "<ident>":
+		return "a name"
+	case "Value":
+		return "a value (string, number, true/false, name, list or object)"
+	case "Property", "AgentItem":
+		return "a property `name: value` or `}`"
+	case "Field":
+		return "a field `name: type` or `}`"
+	case "TypeExpr", "TypeTerm":
+		return "a type (string, int, float, bool, list[T], dict[K, V], a protocol name, …)"
+	case "Block":
+		return "`{`"
+	case "Stmt":
+		return "a statement or `}`"
+	case "Expr", "Unary", "Postfix", "Primary":
+		return "an expression"
+	case "StringLit", "<string> | <rawstring>":
+		return "a string"
+	case "Name":
+		return "a name"
+	case "Param":
+		return "a parameter `name: type`"
+	case "Key":
+		return "a property name"
+	case "Decorator":
+		return "a decorator"
+	}
+	// literal tokens come quoted: "}" → `}`
+	if len(e) >= 2 && e[0] == '"' && e[len(e)-1] == '"' && !strings.Contains(e[1:len(e)-1], `"`) {
+		return "`" + e[1:len(e)-1] + "`"
+	}
+	return e
+}
+
+func syntaxHint(kind, expected, found string) string {
+	switch {
+	case kind == "tool" && strings.Contains(expected, "`fn`"):
+		return "a @tool(…) decorator is followed by `fn name(params): type { … }`"
+	case kind == "agent" && expected == "`{`":
+		return "the agent header is: decorators, agent NAME, -> Type, uses …, implements P, requires/ensures, then `{`"
+	case strings.Contains(expected, "`}`") && found == "end of file":
+		return "a closing `}` is missing"
+	case strings.HasPrefix(found, "string ") && strings.Contains(expected, "`:`"):
+		return "separate a property name from its value with `:`"
+	}
+	return ""
+}
+
+var docPrefix = regexp.MustCompile(`^(/{2,}|/\*+)\s?`)
+
+// commentText strips comment markers.
+func commentText(c string) string {
+	c = docPrefix.ReplaceAllString(c, "")
+	c = strings.TrimSuffix(c, "*/")
+	var lines []string
+	for _, l := range strings.Split(c, "\n") {
+		l = strings.TrimSpace(l)
+		l = strings.TrimPrefix(l, "*")
+		l = strings.TrimSpace(l)
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, " ")
+}
+
+// attachParamDocs gives each parameter the text of a comment on the line(s)
+// right before it inside the parameter list, or after it on its own line.
+func attachParamDocs(fn *ToolFn, ts []Token) {
+	if len(fn.Params) == 0 {
+		return
+	}
+	// the parameter list spans from the first param to the last one's line
+	open := -1
+	for i, t := range ts {
+		if t.Type == Ident && t.Value == "fn" {
+			open = i
+			break
+		}
+	}
+	if open < 0 {
+		return
+	}
+	depth := 0
+	var comments []Token
+	for i := open; i < len(ts); i++ {
+		t := ts[i]
+		if t.Type == Punct && t.Value == "(" {
+			depth++
+		}
+		if t.Type == Punct && t.Value == ")" {
+			depth--
+			if depth == 0 {
+				// a trailing comment on the line of the `)` belongs to
+				// the last parameter
+				if i+1 < len(ts) && ts[i+1].Type == Comment && ts[i+1].Pos.Line == t.Pos.Line {
+					comments = append(comments, ts[i+1])
+				}
+				break
+			}
+		}
+		if depth > 0 && t.Type == Comment {
+			comments = append(comments, t)
+		}
+	}
+	for _, c := range comments {
+		text := commentText(c.Value)
+		if text == "" {
+			continue
+		}
+		var target *Param
+		for _, p := range fn.Params {
+			if p.Pos.Line == c.Pos.Line && p.Pos.Offset < c.Pos.Offset {
+				target = p // trailing comment on the parameter's line
+			}
+		}
+		if target == nil {
+			for _, p := range fn.Params {
+				if p.Pos.Offset > c.Pos.Offset {
+					target = p // leading comment
+					break
+				}
+			}
+		}
+		if target != nil {
+			if target.Doc != "" {
+				target.Doc += " "
+			}
+			target.Doc += text
+		}
+	}
+}
