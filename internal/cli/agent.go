@@ -171,7 +171,9 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	if err != nil {
 		return agentUsageError(e, f, err.Error())
 	}
-	prov, err := resolveProvider(e, f, prog, agent, sec)
+	display := progress(e, f.quiet)
+	defer display.close()
+	prov, err := resolveProvider(e, f, prog, agent, sec, display.retrying)
 	if err != nil {
 		return agentUsageError(e, f, sec.redact(err.Error()))
 	}
@@ -196,8 +198,6 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		}
 	}()
 
-	prog2 := progress(e, f.quiet)
-	defer prog2.close()
 	runner, err := runtime.NewRunner(runtime.Config{
 		Program:          prog,
 		Agent:            agent,
@@ -205,7 +205,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		Provider:         prov.provider,
 		Executors:        executors(e),
 		Secrets:          sec.env,
-		Observe:          prog2.observe,
+		Observe:          display.observe,
 		ToolLog:          toolLogOpener(st.Path(), sec),
 		SandboxAvailable: sandboxAvailable,
 		Stop:             stop,
@@ -239,8 +239,8 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	} else {
 		run, err = resumeRun(ctx, e, c, f, st, runner, prog, agentName, prov.identity, wd, timeout)
 	}
-	prog2.close()
-	return finishAgent(e, f, run, prog, file, err, sec)
+	display.close()
+	return finishAgent(e, c, f, run, prog, file, err, sec)
 }
 
 // resumeRun applies the checks of runtime.md section 5, records decisions
@@ -323,7 +323,7 @@ func conflictOr(err error) error {
 }
 
 // finishAgent prints the result object and picks the exit code.
-func finishAgent(e *env, f *agentFlags, run *state.RunState, prog *compile.Program, file string, err error, sec *secretSet) error {
+func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, prog *compile.Program, file string, err error, sec *secretSet) error {
 	code := ExitOK
 	var res *runResult
 	if err != nil {
@@ -331,17 +331,17 @@ func finishAgent(e *env, f *agentFlags, run *state.RunState, prog *compile.Progr
 		code, rerr = exitCodeForError(err)
 		rerr.Message = sec.redact(rerr.Message)
 		if run != nil && code != ExitUsage {
-			res = resultOf(run, prog, file)
+			res = resultOf(run, prog, file, resumeFlags(c))
 		} else if run != nil {
 			// A refusal: show the run as stored, with the refusal.
-			res = resultOf(run, prog, file)
+			res = resultOf(run, prog, file, resumeFlags(c))
 		} else {
 			res = errorResult(rerr.Code, rerr.Message)
 		}
 		res.Error = rerr
 		fmt.Fprintf(e.stderr, "nexa: %s\n", rerr.Message)
 	} else {
-		res = resultOf(run, prog, file)
+		res = resultOf(run, prog, file, resumeFlags(c))
 		if res.Error != nil {
 			res.Error.Message = sec.redact(res.Error.Message)
 			if !f.quiet && run.Status != state.StatusUnknownOutcome {
@@ -422,4 +422,20 @@ func validRunID(id string) bool {
 		}
 	}
 	return len(id) > 4
+}
+
+// resumeFlags are the flags given on this command line that a resume must
+// repeat: the provider identity is resolved from them, and the store is
+// where the run lives.
+func resumeFlags(c *cobra.Command) string {
+	var b strings.Builder
+	for _, name := range []string{"provider", "model", "base-url", "store"} {
+		if fl := c.Flags().Lookup(name); fl != nil && fl.Changed {
+			b.WriteString(" --" + name + " " + shellQuote(fl.Value.String()))
+		}
+	}
+	if fl := c.Flags().Lookup("no-stream"); fl != nil && fl.Changed && fl.Value.String() == "true" {
+		b.WriteString(" --no-stream")
+	}
+	return b.String()
 }

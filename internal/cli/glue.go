@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/nexa-run/nexa/internal/compile"
 	"github.com/nexa-run/nexa/internal/runtime"
@@ -46,7 +48,7 @@ func openStore(e *env, flag, wd string) (storeHandle, error) {
 
 // executors are the tool executors of this build, by body kind.
 func executors(e *env) map[compile.BodyKind]runtime.Executor {
-	py := pytool.New(pytool.Options{Python: e.getenv("NEXA_PYTHON")})
+	py := pytool.New(pytool.Options{Python: e.getenv("NEXA_PYTHON"), Env: toolEnv()})
 	return map[compile.BodyKind]runtime.Executor{
 		compile.BodyPython: py,
 	}
@@ -56,4 +58,17 @@ func executors(e *env) map[compile.BodyKind]runtime.Executor {
 // none yet, so sandboxed tools are refused rather than run unisolated.
 func sandboxAvailable() error {
 	return fmt.Errorf("no sandbox backend is built in yet")
+}
+
+// toolEnv is the environment tools start with: this process's, without
+// nexa's own provider key, which is for the model and not for tools.
+func toolEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "NEXA_API_KEY=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }

@@ -64,6 +64,8 @@ func (p *progressPrinter) line(s string) {
 	fmt.Fprintf(p.w, "%s %s\n", time.Now().UTC().Format(time.RFC3339), s)
 }
 
+// startSpinner shows label with a spinner (or, off a terminal, as one
+// line); the caller holds p.mu.
 func (p *progressPrinter) startSpinner(label string) {
 	p.label, p.started = label, time.Now()
 	if !p.live {
@@ -80,6 +82,12 @@ func (p *progressPrinter) startSpinner(label string) {
 				return
 			case <-t.C:
 				p.mu.Lock()
+				select {
+				case <-done: // stopped while this tick waited for the lock
+					p.mu.Unlock()
+					return
+				default:
+				}
 				p.frame++
 				fmt.Fprintf(p.w, "\r\033[K%s %s %s", p.sprint(color.FgCyan, frames[p.frame%len(frames)]), p.label, seconds(time.Since(p.started)))
 				p.mu.Unlock()
@@ -116,9 +124,7 @@ func (p *progressPrinter) observe(ev runtime.Event) {
 	case runtime.EventRunResumed:
 		p.line("run " + ev.RunID + " resumed")
 	case runtime.EventProviderStart:
-		p.mu.Unlock()
-		p.startSpinnerLocked(fmt.Sprintf("asking the model (request %d)", ev.Turn))
-		p.mu.Lock()
+		p.startSpinner(fmt.Sprintf("asking the model (request %d)", ev.Turn))
 	case runtime.EventProviderDone:
 		p.stopSpinner()
 		if ev.Err != nil {
@@ -134,9 +140,7 @@ func (p *progressPrinter) observe(ev runtime.Event) {
 		p.line(fmt.Sprintf("%s model replied: %s (%s)", p.sprint(color.FgGreen, "✓"), what, seconds(ev.Duration)))
 	case runtime.EventToolStart:
 		p.stopSpinner()
-		p.mu.Unlock()
-		p.startSpinnerLocked(fmt.Sprintf("tool %s (%s)", ev.Tool, ev.CallID))
-		p.mu.Lock()
+		p.startSpinner(fmt.Sprintf("tool %s (%s)", ev.Tool, ev.CallID))
 	case runtime.EventToolDone:
 		p.stopSpinner()
 		mark, col := "✓", color.FgGreen
@@ -157,13 +161,6 @@ func (p *progressPrinter) observe(ev runtime.Event) {
 		p.stopSpinner()
 		p.line(fmt.Sprintf("run %s: %s", ev.RunID, p.sprint(statusColor(string(ev.Status)), string(ev.Status))))
 	}
-}
-
-// startSpinnerLocked takes the lock itself (the spinner goroutine shares it).
-func (p *progressPrinter) startSpinnerLocked(label string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.startSpinner(label)
 }
 
 func (p *progressPrinter) close() {
@@ -252,4 +249,19 @@ func printTextResult(w io.Writer, r *runResult) {
 			fmt.Fprintf(w, "\n%s\n", r.Output)
 		}
 	}
+}
+
+// retrying reports a provider retry (the provider's OnRetry hook).
+func (p *progressPrinter) retrying(attempt int, err error, delay time.Duration) {
+	if p.quiet {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.stopSpinner()
+	p.line(fmt.Sprintf("%s model request failed (%v); retry %d in %s", p.sprint(color.FgYellow, "↻"), err, attempt, seconds(delay)))
+	p.startSpinner(fmt.Sprintf("asking the model (retry %d)", attempt))
 }

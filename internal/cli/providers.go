@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nexa-run/nexa/internal/compile"
 	"github.com/nexa-run/nexa/internal/runtime/provider"
@@ -19,7 +20,7 @@ type resolvedProvider struct {
 // resolveProvider applies runtime.md section 10: the provider kind, the
 // model, then endpoint and key, first found wins. It never puts a key in an
 // error message.
-func resolveProvider(e *env, f *agentFlags, prog *compile.Program, agent *compile.Agent, sec *secretSet) (*resolvedProvider, error) {
+func resolveProvider(e *env, f *agentFlags, prog *compile.Program, agent *compile.Agent, sec *secretSet, onRetry func(int, error, time.Duration)) (*resolvedProvider, error) {
 	kind := f.provider
 	if kind == "" {
 		kind = e.getenv("NEXA_PROVIDER")
@@ -33,7 +34,7 @@ func resolveProvider(e *env, f *agentFlags, prog *compile.Program, agent *compil
 		if err != nil {
 			return nil, err
 		}
-		return &resolvedProvider{provider: provider.WithRetry(s, retryPolicy(agent)), identity: s.Identity()}, nil
+		return &resolvedProvider{provider: provider.WithRetry(s, retryPolicy(agent, onRetry)), identity: s.Identity()}, nil
 	}
 
 	model := f.model
@@ -94,13 +95,13 @@ func resolveProvider(e *env, f *agentFlags, prog *compile.Program, agent *compil
 	if err != nil {
 		return nil, err
 	}
-	p := provider.WithRetry(o, retryPolicy(agent))
+	p := provider.WithRetry(o, retryPolicy(agent, onRetry))
 	return &resolvedProvider{provider: p, identity: o.Identity()}, nil
 }
 
 // retryPolicy takes the agent's retry setting (default 3 retries).
-func retryPolicy(agent *compile.Agent) provider.RetryPolicy {
-	p := provider.RetryPolicy{}
+func retryPolicy(agent *compile.Agent, onRetry func(int, error, time.Duration)) provider.RetryPolicy {
+	p := provider.RetryPolicy{OnRetry: onRetry}
 	if agent.Retry == 0 {
 		p.Attempts = -1
 	} else if agent.Retry > 0 {

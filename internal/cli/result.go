@@ -53,7 +53,10 @@ func errorResult(code, msg string) *runResult {
 
 // resultOf renders a run for the CLI. prog may be nil (then tool metadata
 // comes only from the journal).
-func resultOf(st *state.RunState, prog *compile.Program, file string) *runResult {
+//
+// flags are the command-line flags that must be repeated on a resume (the
+// provider and store the run was started with), already shell-quoted.
+func resultOf(st *state.RunState, prog *compile.Program, file, flags string) *runResult {
 	id := st.ID
 	r := &runResult{
 		RunID:        &id,
@@ -85,20 +88,20 @@ func resultOf(st *state.RunState, prog *compile.Program, file string) *runResult
 	for _, e := range runtime.UnknownCalls(st) {
 		r.UnknownCalls = append(r.UnknownCalls, unknownCall{CallID: e.CallID, Tool: e.Tool, Arguments: e.Arguments, StartedAt: e.StartedAt})
 	}
-	r.Resume = resumeCommands(st, file, r)
+	r.Resume = resumeCommands(st, file, flags, r)
 	return r
 }
 
 // resumeCommands are the exact commands that continue a run, so a person or
 // script never has to assemble them.
-func resumeCommands(st *state.RunState, file string, r *runResult) map[string]string {
+func resumeCommands(st *state.RunState, file, flags string, r *runResult) map[string]string {
 	if st.Status.Terminal() {
 		return nil
 	}
 	if file == "" {
 		file = st.Config.SourceFile
 	}
-	base := fmt.Sprintf("nexa agent %s %s --resume %s", shellQuote(file), shellQuote(st.Config.Agent), st.ID)
+	base := fmt.Sprintf("nexa agent %s %s --resume %s%s", shellQuote(file), shellQuote(st.Config.Agent), st.ID, flags)
 	cmds := map[string]string{}
 	switch st.Status {
 	case state.StatusWaitingApproval:
@@ -117,7 +120,7 @@ func resumeCommands(st *state.RunState, file string, r *runResult) map[string]st
 			if i > 0 {
 				key = fmt.Sprintf("resolve_%d", i+1)
 			}
-			cmds[key] = fmt.Sprintf("nexa runs resolve %s %s --output '…' --success=true|false", st.ID, u.CallID)
+			cmds[key] = fmt.Sprintf("nexa runs resolve %s %s --output '…' --success=true|false%s", st.ID, u.CallID, storeFlagOnly(flags))
 		}
 		cmds["resume"] = base
 	default:
@@ -182,3 +185,16 @@ func writeJSON(w io.Writer, v any) {
 }
 
 func jsonUnmarshalString(b []byte, s *string) error { return json.Unmarshal(b, s) }
+
+// storeFlagOnly keeps the --store part of resume flags, the only one that
+// nexa runs commands take.
+func storeFlagOnly(flags string) string {
+	if i := strings.Index(flags, " --store "); i >= 0 {
+		rest := flags[i+len(" --store "):]
+		if j := strings.Index(rest, " --"); j >= 0 {
+			rest = rest[:j]
+		}
+		return " --store " + rest
+	}
+	return ""
+}

@@ -160,7 +160,7 @@ func newRunsShowCmd(e *env, open storeOpener) *cobra.Command {
 
 // showView is the RunState with the derived lists an operator needs.
 func showView(st *state.RunState) any {
-	res := resultOf(st, nil, "")
+	res := resultOf(st, nil, "", "")
 	return struct {
 		*state.RunState
 		PendingCalls []pendingCall     `json:"pending_calls"`
@@ -214,7 +214,7 @@ func printRun(e *env, st *state.RunState) {
 			fmt.Fprintf(w, "\noutput:\n%s\n", st.Output)
 		}
 	}
-	res := resultOf(st, nil, "")
+	res := resultOf(st, nil, "", "")
 	printNextSteps(&env{stderr: w, getenv: e.getenv}, res)
 }
 
