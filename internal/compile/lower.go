@@ -46,24 +46,8 @@ func (l *lowerer) stmt(s *lang.Stmt) Stmt {
 		return &ReturnStmt{Value: v, Line: s.Pos.Line}
 	case s.Print != nil:
 		return &PrintStmt{Value: l.expr(s.Print.Value), Line: s.Pos.Line}
-	case s.Assign != nil:
-		a := s.Assign
-		if len(a.Target) > 1 {
-			l.unsupported(a.Pos, "assignment to a field (`"+strings.Join(a.Target, ".")+"`)")
-			return nil
-		}
-		name := a.Target[0]
-		v := l.expr(a.Value)
-		if a.Op != "=" {
-			if !l.scope[name] {
-				l.unknownName(a.Pos, name)
-			}
-			v = &Binary{Op: a.Op[:1], L: &Name{Name: name}, R: v}
-		}
-		l.scope[name] = true
-		return &AssignStmt{Name: name, Value: v, Line: s.Pos.Line}
 	case s.If != nil:
-		return l.ifStmt(s.If.Pos, s.If.Cond, s.If.Then, s.If.ElseIf, s.If.Else)
+		return l.ifStmt(s.If)
 	case s.Other != nil:
 		l.unsupported(s.Other.Pos, "`"+s.Other.Keyword+"` ("+s.Other.Construct+")")
 		return nil
@@ -72,8 +56,10 @@ func (l *lowerer) stmt(s *lang.Stmt) Stmt {
 			"put all of the Python code in the one python! block, or write the body in Nexa statements only",
 			"a tool body with python! may contain nothing else")
 		return nil
+	case s.Expr != nil && s.Expr.Op != "":
+		return l.assign(s.Expr, s.Pos.Line)
 	case s.Expr != nil:
-		if isCall(s.Expr) {
+		if isCall(s.Expr.X) {
 			l.unsupported(s.Expr.Pos, "a function call")
 		} else {
 			l.unsupported(s.Expr.Pos, "an expression statement (its value would be discarded)")
@@ -81,6 +67,34 @@ func (l *lowerer) stmt(s *lang.Stmt) Stmt {
 		return nil
 	}
 	return nil
+}
+
+// assign lowers `name = EXPR` (and `+=`, `-=`); the target must be a
+// plain name.
+func (l *lowerer) assign(a *lang.ExprStmt, line int) Stmt {
+	name, ok := targetName(a.X)
+	if !ok {
+		l.unsupported(a.Pos, "assignment to anything but a plain name")
+		return nil
+	}
+	v := l.expr(a.Value)
+	if a.Op != "=" {
+		if !l.scope[name] {
+			l.unknownName(a.Pos, name)
+		}
+		v = &Binary{Op: a.Op[:1], L: &Name{Name: name}, R: v}
+	}
+	l.scope[name] = true
+	return &AssignStmt{Name: name, Value: v, Line: line}
+}
+
+// targetName returns the name when the expression is exactly one name.
+func targetName(e *lang.Expr) (string, bool) {
+	if e == nil || len(e.Ops) > 0 || e.Left == nil || len(e.Left.Ops) > 0 || e.Left.X == nil ||
+		len(e.Left.X.Suffixes) > 0 || e.Left.X.Primary == nil || e.Left.X.Primary.Name == nil {
+		return "", false
+	}
+	return *e.Left.X.Primary.Name, true
 }
 
 func isCall(e *lang.Expr) bool {
@@ -91,19 +105,33 @@ func isCall(e *lang.Expr) bool {
 	return len(sx) > 0 && sx[len(sx)-1].Call != nil
 }
 
-func (l *lowerer) ifStmt(pos lang.Position, cond *lang.Expr, then *lang.Block, elifs []*lang.ElseIf, els *lang.Block) Stmt {
-	st := &IfStmt{Cond: l.expr(cond), Then: l.block(then.Stmts), Line: pos.Line}
+// ifStmt lowers an if/else-if/else chain into nested IfStmts (the nesting
+// is as deep as the chain is long, so long chains are refused).
+func (l *lowerer) ifStmt(s *lang.IfStmt) Stmt {
+	if len(s.Arms) > maxElseArms {
+		l.unsupported(s.Pos, fmt.Sprintf("an if chain with more than %d else arms", maxElseArms))
+		return nil
+	}
+	st := &IfStmt{Cond: l.expr(s.Cond), Then: l.block(s.Then.Stmts), Line: s.Pos.Line}
 	cur := st
-	for _, ei := range elifs {
-		next := &IfStmt{Cond: l.expr(ei.Cond), Then: l.block(ei.Then.Stmts), Line: ei.Pos.Line}
+	for i, arm := range s.Arms {
+		if arm.Cond == nil {
+			if i != len(s.Arms)-1 {
+				l.c.errorAt(s.Arms[i+1].Pos, lang.CodeSyntax, "move the plain `else { … }` to the end of the chain",
+					"`else` arm after the final `else`")
+			}
+			cur.Else = l.block(arm.Then.Stmts)
+			break
+		}
+		next := &IfStmt{Cond: l.expr(arm.Cond), Then: l.block(arm.Then.Stmts), Line: arm.Pos.Line}
 		cur.Else = []Stmt{next}
 		cur = next
 	}
-	if els != nil {
-		cur.Else = l.block(els.Stmts)
-	}
 	return st
 }
+
+// maxElseArms bounds an if chain (each arm nests one level in the IR).
+const maxElseArms = 500
 
 func (l *lowerer) unknownName(pos lang.Position, name string) {
 	cands := make([]string, 0, len(l.scope))

@@ -78,11 +78,16 @@ type ListLit struct {
 	Items []*ListItem `parser:"'[' ( @@ ( ',' @@ )* ','? )? ']'"`
 }
 
-// ListItem is one list element; Label is set for `fallback: "m"`.
+// ListItem is one list element; `fallback: "m"` is parsed as the value
+// `fallback` with Labeled set to "m" (see Label).
 type ListItem struct {
-	Pos   lexer.Position
-	Label string `parser:"( @Ident ':' )?"`
-	Value *Value `parser:"@@"`
+	Pos     lexer.Position
+	First   *Value `parser:"@@"`
+	Labeled *Value `parser:"( ':' @@ )?"`
+	// Label and Value are filled after parsing: for `fallback: "m"`,
+	// Label is "fallback" and Value "m"; otherwise Value is First.
+	Label string
+	Value *Value
 }
 
 // ObjectLit is `{ "k": v, k2: v2 }` (commas optional).
@@ -124,8 +129,13 @@ type Decorator struct {
 // Arg is a decorator argument, positional or named with `:` or `=`.
 type Arg struct {
 	Pos   lexer.Position
-	Name  string `parser:"( @Ident ( ':' | '=' ) )?"`
-	Value *Value `parser:"@@"`
+	First *Value `parser:"@@"`
+	Named *Value `parser:"( ( ':' | '=' ) @@ )?"`
+	// Name and Value are filled after parsing: Name is set for `name: v`
+	// and `name=v` (when the name is not a plain word, NameErr is set).
+	Name    string
+	Value   *Value
+	NameErr bool
 }
 
 // TypeExpr is a type: alternatives separated by `|`.
@@ -231,14 +241,22 @@ type Stmt struct {
 	Print  *PrintStmt  `parser:"| @@"`
 	If     *IfStmt     `parser:"| @@"`
 	Other  *OtherStmt  `parser:"| @@"`
-	Assign *AssignStmt `parser:"| @@"`
-	Expr   *Expr       `parser:"| @@ ) ';'*"`
+	Expr   *ExprStmt   `parser:"| @@ ) ';'*"`
 }
 
-// PythonStmt is `python! """…"""`.
+// PythonStmt is `python! """…"""` (the lexer reads `python!` as one token).
 type PythonStmt struct {
 	Pos  lexer.Position
-	Code *StringLit `parser:"'python' '!' @@"`
+	Code *StringLit `parser:"'python!' @@"`
+}
+
+// ExprStmt is an expression statement or an assignment `target = EXPR`
+// (also `+=`, `-=`); the compiler checks that the target is a name.
+type ExprStmt struct {
+	Pos   lexer.Position
+	X     *Expr  `parser:"@@"`
+	Op    string `parser:"( @( '=' | '+=' | '-=' )"`
+	Value *Expr  `parser:"  @@ )?"`
 }
 
 // ReturnStmt is `return EXPR` (the value may be left out).
@@ -253,29 +271,20 @@ type PrintStmt struct {
 	Value *Expr `parser:"'print' @@"`
 }
 
-// IfStmt is `if (COND) { … } else if (COND) { … } else { … }`.
+// IfStmt is `if (COND) { … } else if (COND) { … } else { … }`. The arms
+// after the first are a flat list (no recursion however long the chain).
 type IfStmt struct {
-	Pos    lexer.Position
-	Cond   *Expr     `parser:"'if' @@"`
-	Then   *Block    `parser:"@@"`
-	ElseIf []*ElseIf `parser:"@@*"`
-	Else   *Block    `parser:"( 'else' @@ )?"`
-}
-
-// ElseIf is one `else if (COND) { … }` arm.
-type ElseIf struct {
 	Pos  lexer.Position
-	Cond *Expr  `parser:"'else' 'if' @@"`
-	Then *Block `parser:"@@"`
+	Cond *Expr      `parser:"'if' @@"`
+	Then *Block     `parser:"@@"`
+	Arms []*ElseArm `parser:"@@*"`
 }
 
-// AssignStmt is `name = EXPR` (also `+=`, `-=`, and dotted targets, which
-// the compiler rejects).
-type AssignStmt struct {
-	Pos    lexer.Position
-	Target []string `parser:"@Ident ( '.' @Ident )*"`
-	Op     string   `parser:"@( '=' | '+=' | '-=' )"`
-	Value  *Expr    `parser:"@@"`
+// ElseArm is `else if (COND) { … }` (Cond set) or `else { … }`.
+type ElseArm struct {
+	Pos  lexer.Position
+	Cond *Expr  `parser:"'else' ( 'if' @@ )?"`
+	Then *Block `parser:"@@"`
 }
 
 // Expr is a flat chain of operands and binary operators; the compiler
@@ -322,11 +331,11 @@ type CallArgs struct {
 	Args []*CallArg `parser:"'(' ( @@ ( ',' @@ )* ','? )? ')'"`
 }
 
-// CallArg is one call argument, positional or named.
+// CallArg is one call argument, positional or named (`name = v`).
 type CallArg struct {
 	Pos   lexer.Position
-	Name  string `parser:"( @Ident ( '=' | ':' ) )?"`
-	Value *Expr  `parser:"@@"`
+	Value *Expr `parser:"@@"`
+	Named *Expr `parser:"( ( '=' | ':' ) @@ )?"`
 }
 
 // Primary is a literal, a name, a parenthesised expression or a list.
@@ -367,12 +376,15 @@ type Agent struct {
 	Items      []*AgentItem `parser:"'{' @@* '}'"`
 }
 
-// UseItem is one entry of a uses clause.
+// UseItem is one entry of a uses clause: a tool name, `std.NS`,
+// `mcp:"…"` (Path ["mcp"] with Spec) or a "file.md".
 type UseItem struct {
 	Pos  lexer.Position
-	MCP  *StringLit `parser:"  'mcp' ':' @@"`
-	File *StringLit `parser:"| @@"`
+	File *StringLit `parser:"  @@"`
 	Path []string   `parser:"| @Ident ( '.' @Ident )*"`
+	Spec *StringLit `parser:"  ( ':' @@ )?"`
+	// MCP is set after parsing for `mcp:"…"`.
+	MCP *StringLit
 }
 
 // Clause is a `requires` or `ensures` contract clause.
@@ -384,17 +396,23 @@ type Clause struct {
 	Expr   *Expr      `parser:"| @@ )"`
 }
 
-// AgentItem is a property or a `context { … }` block.
+// AgentItem is a property `key: value` or a block `key { … }` (only
+// `context { … }` is meaningful; the compiler checks the key).
 type AgentItem struct {
-	Pos     lexer.Position
-	Context *ContextBlock `parser:"  @@"`
-	Prop    *Property     `parser:"| @@"`
+	Pos   lexer.Position
+	Key   *Key        `parser:"@@"`
+	Value *Value      `parser:"( ':' @@"`
+	Block []*Property `parser:"| '{' @@* '}' ) ( ',' | ';' )?"`
+	// Prop and Context are filled after parsing: Prop for `key: value`,
+	// Context for `context { … }`.
+	Prop    *Property
+	Context *ContextBlock
 }
 
 // ContextBlock is `context { key: value … }` inside an agent.
 type ContextBlock struct {
 	Pos   lexer.Position
-	Props []*Property `parser:"'context' '{' @@* '}' ( ',' | ';' )?"`
+	Props []*Property
 }
 
 // Protocol is `protocol NAME { field: type … }`.

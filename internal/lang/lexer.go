@@ -151,6 +151,14 @@ func (s *scanner) run() {
 			for end < len(s.src) && isIdentPart(s.src[end]) {
 				end++
 			}
+			// `python!` is one token (the body marker), unless it is
+			// `python != …`.
+			if end-s.off == 6 && s.str[s.off:end] == "python" && end < len(s.src) && s.src[end] == '!' &&
+				(end+1 >= len(s.src) || s.src[end+1] != '=') {
+				s.advance(end + 1 - s.off)
+				s.emit(Punct, start)
+				break
+			}
 			s.advance(end - s.off)
 			s.emit(Ident, start)
 		case c >= '0' && c <= '9':

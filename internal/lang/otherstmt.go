@@ -48,7 +48,6 @@ var unsupportedStmtKeywords = map[string]string{
 	"throw":          "throw",
 	"raise":          "raise",
 	"yield":          "yield",
-	"python":         "python block",
 }
 
 // chainKeywords continue a statement after a block (`} else {`,
@@ -76,10 +75,6 @@ func (o *OtherStmt) Parse(lex *lexer.PeekingLexer) error {
 	}
 	construct, ok := unsupportedStmtKeywords[first.Value]
 	if !ok {
-		return participle.NextMatch
-	}
-	if first.Value == "python" {
-		// python! is a statement of its own; `python` alone is not.
 		return participle.NextMatch
 	}
 	// `match = 3` or `loop(…)` style uses of the word as a name are not

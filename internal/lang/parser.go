@@ -20,7 +20,10 @@ func build[G any]() *participle.Parser[G] {
 	return participle.MustBuild[G](
 		participle.Lexer(definition{}),
 		participle.Elide("Comment"),
-		participle.UseLookahead(64),
+		// No backtracking: the grammar is LL(1), so a declaration that
+		// fails after its first token reports the real error position
+		// ("expected `:`, found …") instead of a shallow one.
+		participle.UseLookahead(0),
 	)
 }
 
@@ -203,14 +206,25 @@ func parseSpan(toks []Token, s span) (Decl, Diagnostics) {
 		return &BrokenDecl{Pos: first.Pos, Kind: kindLabel(s.kind), Name: name, NameAt: nameAt},
 			Diagnostics{syntaxDiag(err, toks, s)}
 	}
+	if ds := normalize(d); len(ds) > 0 {
+		return &BrokenDecl{Pos: first.Pos, Kind: kindLabel(s.kind), Name: name, NameAt: nameAt}, ds
+	}
 	return d, nil
 }
 
-func parseWith[G any](p *participle.Parser[G], ts []Token) (*G, error) {
+func parseWith[G any](p *participle.Parser[G], ts []Token) (g *G, err error) {
 	pl, err := lexer.Upgrade(&tokenLexer{toks: ts}, Comment)
 	if err != nil {
 		return nil, fmt.Errorf("read tokens: %w", err)
 	}
+	// participle reports some grammar conditions by panicking; no input
+	// may crash the compiler, so such a panic becomes a syntax error.
+	defer func() {
+		if r := recover(); r != nil {
+			g = nil
+			err = &participle.ParseError{Msg: fmt.Sprintf("cannot parse this declaration (%v)", r), Pos: ts[0].Pos}
+		}
+	}()
 	return p.ParseFromLexer(pl)
 }
 
