@@ -144,6 +144,11 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		timeout = d
 	}
 
+	if fi, err := os.Stat(file); err != nil {
+		return agentFailure(e, f, ExitUsage, runtime.CodeUsage, fmt.Sprintf("cannot read %s: %v", file, errors.Unwrap(err)))
+	} else if fi.IsDir() {
+		return agentFailure(e, f, ExitUsage, runtime.CodeUsage, fmt.Sprintf("%s is a directory, not a .nx file", file))
+	}
 	prog, ok := compileForRun(e, file)
 	if !ok {
 		return agentFailure(e, f, ExitUsage, runtime.CodeCompile, fmt.Sprintf("%s does not compile; see the diagnostics above or run nexa validate %s", file, file))

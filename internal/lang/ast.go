@@ -46,27 +46,31 @@ func (s *StringLit) Triple() bool { return strings.HasPrefix(s.Raw, `"""`) }
 
 // Value is a property or setting value: string, number, boolean, name
 // (possibly dotted), list or object.
+//
+// Values are parsed by hand (Value implements participle.Parseable): they
+// are the most frequent node, and a hand-written parser is several times
+// faster than the reflective one and can say "expected a value".
 type Value struct {
 	Pos    lexer.Position
-	Number *NumberLit `parser:"  @@"`
-	Str    *StringLit `parser:"| @@"`
-	Bool   *string    `parser:"| @('true' | 'false')"`
-	List   *ListLit   `parser:"| @@"`
-	Object *ObjectLit `parser:"| @@"`
-	Ref    *RefLit    `parser:"| @@"`
+	Number *NumberLit
+	Str    *StringLit
+	Bool   *string
+	List   *ListLit
+	Object *ObjectLit
+	Ref    *RefLit
 }
 
 // NumberLit is a number with an optional leading minus.
 type NumberLit struct {
 	Pos  lexer.Position
-	Neg  bool   `parser:"@'-'?"`
-	Text string `parser:"@Number"`
+	Neg  bool
+	Text string
 }
 
 // RefLit is a bare name such as `auto` or `std.fs`.
 type RefLit struct {
 	Pos   lexer.Position
-	Parts []string `parser:"@Ident ( '.' @Ident )*"`
+	Parts []string
 }
 
 // String is the dotted name.
@@ -75,15 +79,15 @@ func (r *RefLit) String() string { return strings.Join(r.Parts, ".") }
 // ListLit is `[a, b, label: c]`.
 type ListLit struct {
 	Pos   lexer.Position
-	Items []*ListItem `parser:"'[' ( @@ ( ',' @@ )* ','? )? ']'"`
+	Items []*ListItem
 }
 
 // ListItem is one list element; `fallback: "m"` is parsed as the value
 // `fallback` with Labeled set to "m" (see Label).
 type ListItem struct {
 	Pos     lexer.Position
-	First   *Value `parser:"@@"`
-	Labeled *Value `parser:"( ':' @@ )?"`
+	First   *Value
+	Labeled *Value
 	// Label and Value are filled after parsing: for `fallback: "m"`,
 	// Label is "fallback" and Value "m"; otherwise Value is First.
 	Label string
@@ -93,7 +97,7 @@ type ListItem struct {
 // ObjectLit is `{ "k": v, k2: v2 }` (commas optional).
 type ObjectLit struct {
 	Pos     lexer.Position
-	Entries []*Property `parser:"'{' @@* '}'"`
+	Entries []*Property
 }
 
 // Property is `key: value` with an optional trailing comma or semicolon.
@@ -123,7 +127,7 @@ func (k *Key) Name() string {
 type Decorator struct {
 	Pos  lexer.Position
 	Name string `parser:"'@' @Ident"`
-	Args []*Arg `parser:"( '(' ( @@ ( ',' @@ )* ','? )? ')' )?"`
+	Args []*Arg `parser:"( '(' ( @@ ( ',' @@? )* )? ')' )?"`
 }
 
 // Arg is a decorator argument, positional or named with `:` or `=`.
@@ -138,10 +142,11 @@ type Arg struct {
 	NameErr bool
 }
 
-// TypeExpr is a type: alternatives separated by `|`.
+// TypeExpr is a type: alternatives separated by `|`. Parsed by hand, like
+// Value.
 type TypeExpr struct {
 	Pos  lexer.Position
-	Alts []*TypeTerm `parser:"@@ ( '|' @@ )*"`
+	Alts []*TypeTerm
 }
 
 // String writes the type back in source form.
@@ -159,13 +164,13 @@ func (t *TypeExpr) String() string {
 // TypeTerm is one named type with optional arguments and `?`.
 type TypeTerm struct {
 	Pos    lexer.Position
-	Quoted *StringLit  `parser:"( @@"`
-	Name   string      `parser:"| @Ident"`
-	Args   []*TypeExpr `parser:"  ( '[' @@ ( ',' @@ )* ']'"`
+	Quoted *StringLit
+	Name   string
+	Args   []*TypeExpr
 	// Angle holds the names of the 2.x form `List<str>` (flat on purpose:
 	// `<` is not a bracket the depth check counts, so it must not nest).
-	Angle    []string `parser:"    | '<' @Ident ( ',' @Ident )* '>' )? )"`
-	Optional bool     `parser:"@'?'?"`
+	Angle    []string
+	Optional bool
 }
 
 // TypeArgs returns the type arguments of either form.
@@ -209,7 +214,7 @@ type ToolFn struct {
 	Pos        lexer.Position
 	Decorators []*Decorator `parser:"@@*"`
 	Name       *Name        `parser:"'fn' @@"`
-	Params     []*Param     `parser:"'(' ( @@ ( ',' @@ )* ','? )? ')'"`
+	Params     []*Param     `parser:"'(' ( @@ ( ',' @@? )* )? ')'"`
 	Returns    *TypeExpr    `parser:"( ( ':' | '->' ) @@ )?"`
 	Body       *Block       `parser:"@@"`
 }
@@ -328,7 +333,7 @@ type Suffix struct {
 // CallArgs are the arguments of a call.
 type CallArgs struct {
 	Pos  lexer.Position
-	Args []*CallArg `parser:"'(' ( @@ ( ',' @@ )* ','? )? ')'"`
+	Args []*CallArg `parser:"'(' ( @@ ( ',' @@? )* )? ')'"`
 }
 
 // CallArg is one call argument, positional or named (`name = v`).
@@ -353,7 +358,7 @@ type Primary struct {
 // ListExpr is a list literal inside a tool body.
 type ListExpr struct {
 	Pos   lexer.Position
-	Items []*Expr `parser:"'[' ( @@ ( ',' @@ )* ','? )? ']'"`
+	Items []*Expr `parser:"'[' ( @@ ( ',' @@? )* )? ']'"`
 }
 
 // LegacyTool is `tool NAME { description: "…", parameters: {…} }` and its
@@ -370,7 +375,7 @@ type Agent struct {
 	Decorators []*Decorator `parser:"@@*"`
 	Name       *Name        `parser:"'agent' @@"`
 	Returns    *TypeExpr    `parser:"( '->' @@ )?"`
-	Uses       []*UseItem   `parser:"( 'uses' @@ ( ',' @@ )* ','? )?"`
+	Uses       []*UseItem   `parser:"( 'uses' @@ ( ',' @@? )* )?"`
 	Implements *Name        `parser:"( 'implements' @@ )?"`
 	Clauses    []*Clause    `parser:"@@*"`
 	Items      []*AgentItem `parser:"'{' @@* '}'"`

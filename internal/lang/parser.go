@@ -149,7 +149,7 @@ func spanTokens(toks []Token, s span) []Token {
 
 func parseSpan(toks []Token, s span) (Decl, Diagnostics) {
 	first := toks[s.start]
-	kw := keywordIndex(toks, s)
+	kw := s.kw
 	name, nameAt := declName(toks, s, kw)
 	if s.broken {
 		return &BrokenDecl{Pos: first.Pos, Kind: kindLabel(s.kind), Name: name, NameAt: nameAt}, nil
@@ -339,7 +339,7 @@ func summarize(toks []Token, from, to int) string {
 		}
 		if b.Len() > 0 && (t.Type == Ident || t.Type == Number || t.Type == String) {
 			last := b.String()[b.Len()-1]
-			if isIdentPart(last) || last == '"' {
+			if isIdentPart(last) || last == '"' || last == ',' {
 				b.WriteByte(' ')
 			}
 		}
@@ -411,45 +411,6 @@ func syntaxDiag(err error, toks []Token, s span) Diagnostic {
 	}
 	d.Hint = syntaxHint(s.kind, expected, found)
 	return d
-}
-
-// friendlyExpected rewrites participle's description of what it expected
-// into the words of the language.
-func friendlyExpected(e string) string {
-	e = strings.TrimSpace(e)
-	switch e {
-	case "Ident", "<ident>":
-		return "a name"
-	case "Value":
-		return "a value (string, number, true/false, name, list or object)"
-	case "Property", "AgentItem":
-		return "a property `name: value` or `}`"
-	case "Field":
-		return "a field `name: type` or `}`"
-	case "TypeExpr", "TypeTerm":
-		return "a type (string, int, float, bool, list[T], dict[K, V], a protocol name, …)"
-	case "Block":
-		return "`{`"
-	case "Stmt":
-		return "a statement or `}`"
-	case "Expr", "Unary", "Postfix", "Primary":
-		return "an expression"
-	case "StringLit", "<string> | <rawstring>":
-		return "a string"
-	case "Name":
-		return "a name"
-	case "Param":
-		return "a parameter `name: type`"
-	case "Key":
-		return "a property name"
-	case "Decorator":
-		return "a decorator"
-	}
-	// literal tokens come quoted: "}" → `}`
-	if len(e) >= 2 && e[0] == '"' && e[len(e)-1] == '"' && !strings.Contains(e[1:len(e)-1], `"`) {
-		return "`" + e[1:len(e)-1] + "`"
-	}
-	return e
 }
 
 func syntaxHint(kind, expected, found string) string {

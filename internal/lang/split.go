@@ -56,6 +56,7 @@ const (
 type span struct {
 	kind   string
 	start  int
+	kw     int // index of the keyword (after any decorators)
 	end    int
 	broken bool // the splitter already reported an error inside it
 }
@@ -292,7 +293,7 @@ func (s *splitter) topHint(t Token) string {
 // scan finds the end of the declaration of the given kind starting at i,
 // checking bracket balance and depth on the way.
 func (s *splitter) scan(start, kw int, kind string, ext extent) span {
-	sp := span{kind: kind, start: start}
+	sp := span{kind: kind, start: start, kw: kw}
 	var stack []int
 	tooDeep := false
 	i := kw + 1
