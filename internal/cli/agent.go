@@ -215,6 +215,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		SandboxAvailable: sandboxAvailable,
 		Stop:             stop,
 		NoStream:         f.noStream,
+		Redact:           sec.redact,
 	})
 	if err != nil {
 		return agentFailure(e, f, ExitFailed, runtime.CodeInternal, err.Error())

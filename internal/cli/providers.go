@@ -81,7 +81,15 @@ func resolveProvider(e *env, f *agentFlags, prog *compile.Program, agent *compil
 	lookup("NEXA_BASE_URL", "NEXA_API_KEY", e.getenv)
 	if prefix != "" {
 		up := strings.ToUpper(prefix)
-		lookup(up+"_BASE_URL", up+"_API_KEY", func(k string) string { return sec.block(prefix, k) })
+		inBlock := func(k string) string {
+			// A block named after the prefix may spell its keys
+			// either way: DEEPSEEK_API_KEY or API_KEY.
+			if v := sec.block(prefix, k); v != "" {
+				return v
+			}
+			return sec.block(prefix, strings.TrimPrefix(k, up+"_"))
+		}
+		lookup(up+"_BASE_URL", up+"_API_KEY", inBlock)
 		lookup(up+"_BASE_URL", up+"_API_KEY", sec.flat)
 		lookup(up+"_BASE_URL", up+"_API_KEY", e.getenv)
 	}

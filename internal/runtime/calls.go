@@ -203,7 +203,7 @@ func (d *driver) completeEntry(ctx context.Context, e *state.JournalEntry, succe
 	now := d.r.now().UTC()
 	e.Stage = state.StageCompleted
 	e.Success = success
-	e.Result = output
+	e.Result = d.r.redact(output)
 	e.Outcome = outcome
 	e.Sandboxed = sandboxed
 	e.CompletedAt = &now

@@ -31,6 +31,7 @@ type Runner struct {
 	sandboxOK func() error
 	stop      <-chan struct{}
 	noStream  bool
+	redact    func(string) string
 	exposed   map[string]*compile.Tool
 	schemas   *schemaSet
 }
@@ -66,6 +67,9 @@ type Config struct {
 	// NoStream asks the provider for whole replies (--no-stream),
 	// whatever the agent's stream setting says.
 	NoStream bool
+	// Redact removes secret values from text before it is saved: tool
+	// results and error messages. Nil keeps text as it is.
+	Redact func(string) string
 }
 
 // NewRunner checks the configuration and prepares schema validators for the
@@ -87,10 +91,14 @@ func NewRunner(cfg Config) (*Runner, error) {
 		sandboxOK: cfg.SandboxAvailable,
 		stop:      cfg.Stop,
 		noStream:  cfg.NoStream,
+		redact:    cfg.Redact,
 		exposed:   map[string]*compile.Tool{},
 	}
 	if r.now == nil {
 		r.now = time.Now
+	}
+	if r.redact == nil {
+		r.redact = func(s string) string { return s }
 	}
 	if r.observe == nil {
 		r.observe = func(Event) {}
@@ -230,6 +238,9 @@ func (d *driver) save(ctx context.Context, delta state.Delta) error {
 // finish saves a final status for this drive and stops.
 func (d *driver) finish(ctx context.Context, status state.Status, rerr *state.RunError, delta state.Delta) (step, error) {
 	d.st.Status = status
+	if rerr != nil {
+		rerr.Message = d.r.redact(rerr.Message)
+	}
 	d.st.Error = rerr
 	if err := d.save(ctx, delta); err != nil {
 		return stepStop, err
