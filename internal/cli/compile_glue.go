@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/nexa-run/nexa/internal/compile"
 )
 
@@ -12,9 +10,7 @@ import (
 func compileForRun(e *env, file string) (*compile.Program, bool) {
 	prog, diags := compile.Compile(file, compile.Options{NexaPath: e.getenv("NEXA_PATH")})
 	if diags.HasErrors() || prog == nil {
-		for _, d := range diags.Errors() {
-			fmt.Fprintln(e.stderr, d.String())
-		}
+		renderDiagnostics(e.stderr, diags.Errors(), newDiagStyle(colorEnabled(e, e.stderr)))
 		return nil, false
 	}
 	return prog, true

@@ -20,11 +20,6 @@ func isTerminal(w io.Writer) bool {
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
-// colorsFor decides on colour for w: a terminal, and NO_COLOR unset.
-func colorsFor(e *env, w io.Writer) bool {
-	return e.getenv("NO_COLOR") == "" && isTerminal(w)
-}
-
 // progressPrinter shows a run's steps on stderr: a live spinner line on a
 // terminal, plain timestamped lines otherwise, nothing with --quiet.
 type progressPrinter struct {
@@ -42,7 +37,7 @@ type progressPrinter struct {
 }
 
 func progress(e *env, quiet bool) *progressPrinter {
-	p := &progressPrinter{w: e.stderr, quiet: quiet, live: isTerminal(e.stderr), paint: colorsFor(e, e.stderr)}
+	p := &progressPrinter{w: e.stderr, quiet: quiet, live: isTerminal(e.stderr), paint: colorEnabled(e, e.stderr)}
 	return p
 }
 
