@@ -9,6 +9,7 @@ import (
 
 	"github.com/nexa-run/nexa/internal/compile"
 	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/runtime/native"
 	"github.com/nexa-run/nexa/internal/runtime/pytool"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 	"github.com/nexa-run/nexa/internal/store"
@@ -51,6 +52,7 @@ func executors(e *env) map[compile.BodyKind]runtime.Executor {
 	py := pytool.New(pytool.Options{Python: e.getenv("NEXA_PYTHON"), Env: toolEnv()})
 	return map[compile.BodyKind]runtime.Executor{
 		compile.BodyPython: py,
+		compile.BodyNative: native.New(),
 	}
 }
 
