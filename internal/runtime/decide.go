@@ -139,6 +139,8 @@ type ResumeRequest struct {
 	Provider   state.ProviderIdentity
 	Budgets    BudgetFlags
 	WorkDir    string
+	// MCPServers are the servers as connected by this process.
+	MCPServers []state.MCPServer
 }
 
 // CheckResume applies runtime.md section 5 before anything is written and
@@ -173,6 +175,9 @@ func CheckResume(st *state.RunState, req ResumeRequest) error {
 	if err := check("--max-tokens", req.Budgets.MaxTokens, c.Budgets.MaxTokens); err != nil {
 		return err
 	}
+	if !sameServers(req.MCPServers, c.MCPServers) {
+		return refuse(CodeToolsChanged, "the tools of an MCP server changed since run %s started (%s); a resume needs the same tools", st.ID, describeServers(c.MCPServers, req.MCPServers))
+	}
 	if req.WorkDir != c.WorkDir {
 		return refuse(CodeWorkDirChanged, "run %s works in %s; resume it from that directory (this one is %s)", st.ID, c.WorkDir, req.WorkDir)
 	}
@@ -200,4 +205,43 @@ func ExpireDeadline(st *state.RunState, now time.Time) bool {
 	st.Status = state.StatusTimedOut
 	st.Error = &state.RunError{Code: CodeDeadlineExceeded, Message: fmt.Sprintf("the run's deadline %s passed; nothing was executed", dl.UTC().Format(time.RFC3339))}
 	return true
+}
+
+func sameServers(a, b []state.MCPServer) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := map[string]string{}
+	for _, s := range a {
+		m[s.Spec] = s.SchemaHash
+	}
+	for _, s := range b {
+		if h, ok := m[s.Spec]; !ok || h != s.SchemaHash {
+			return false
+		}
+	}
+	return true
+}
+
+func describeServers(had, now []state.MCPServer) string {
+	m := map[string]string{}
+	for _, s := range now {
+		m[s.Spec] = s.SchemaHash
+	}
+	var diffs []string
+	for _, s := range had {
+		h, ok := m[s.Spec]
+		switch {
+		case !ok:
+			diffs = append(diffs, s.Spec+" is no longer connected")
+		case h != s.SchemaHash:
+			diffs = append(diffs, s.Spec+" offers different tools")
+		}
+		delete(m, s.Spec)
+	}
+	for spec := range m {
+		diffs = append(diffs, spec+" is new")
+	}
+	sort.Strings(diffs)
+	return strings.Join(diffs, "; ")
 }

@@ -17,6 +17,7 @@ const (
 	CodeProviderChanged    = "provider_changed"
 	CodeBudgetsChanged     = "budgets_changed"
 	CodeWorkDirChanged     = "workdir_changed"
+	CodeToolsChanged       = "tools_changed"
 	CodeNotWaiting         = "not_waiting"
 	CodeNotPending         = "not_pending"
 	CodeUnknownCall        = "unknown_call"

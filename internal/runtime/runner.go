@@ -19,21 +19,22 @@ import (
 // its own: everything it knows about a run is in the store, so any process
 // can continue any run.
 type Runner struct {
-	prog      *compile.Program
-	agent     *compile.Agent
-	store     state.Store
-	provider  provider.Provider
-	executors map[compile.BodyKind]Executor
-	secrets   map[string]string
-	observe   func(Event)
-	now       func() time.Time
-	toolLog   func(runID string) ToolLog
-	sandboxOK func() error
-	stop      <-chan struct{}
-	noStream  bool
-	redact    func(string) string
-	exposed   map[string]*compile.Tool
-	schemas   *schemaSet
+	prog       *compile.Program
+	agent      *compile.Agent
+	store      state.Store
+	provider   provider.Provider
+	executors  map[compile.BodyKind]Executor
+	secrets    map[string]string
+	observe    func(Event)
+	now        func() time.Time
+	toolLog    func(runID string) ToolLog
+	sandboxOK  func() error
+	stop       <-chan struct{}
+	noStream   bool
+	redact     func(string) string
+	mcpServers []state.MCPServer
+	exposed    map[string]*compile.Tool
+	schemas    *schemaSet
 }
 
 // ToolLog receives what tools print during a run; Close is called when the
@@ -67,6 +68,11 @@ type Config struct {
 	// NoStream asks the provider for whole replies (--no-stream),
 	// whatever the agent's stream setting says.
 	NoStream bool
+	// ExtraTools are tools found when the run starts (the tools of the
+	// agent's MCP servers); they are exposed besides the agent's own.
+	ExtraTools []*compile.Tool
+	// MCPServers are recorded in a new run for the resume check.
+	MCPServers []state.MCPServer
 	// Redact removes secret values from text before it is saved: tool
 	// results and error messages. Nil keeps text as it is.
 	Redact func(string) string
@@ -108,6 +114,13 @@ func NewRunner(cfg Config) (*Runner, error) {
 			r.exposed[name] = t
 		}
 	}
+	for _, t := range cfg.ExtraTools {
+		if _, clash := r.exposed[t.Name]; clash {
+			return nil, fmt.Errorf("runtime: tool %s of MCP server %s has the name of another tool of agent %s", t.Name, t.Body.MCP, cfg.Agent.Name)
+		}
+		r.exposed[t.Name] = t
+	}
+	r.mcpServers = cfg.MCPServers
 	var err error
 	if r.schemas, err = newSchemaSet(r.exposed, r.outputSchema()); err != nil {
 		return nil, err
@@ -159,6 +172,7 @@ func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) 
 			Budgets:    nr.Budgets,
 			Deadline:   nr.Deadline,
 			WorkDir:    nr.WorkDir,
+			MCPServers: r.mcpServers,
 		},
 		Task: nr.Task,
 	}

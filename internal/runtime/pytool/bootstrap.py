@@ -6,7 +6,8 @@
 #   stdin: one JSON request, read to EOF:
 #     {"kind": "body"|"file", "source": body text or file path,
 #      "function": tool name, "params": [identifiers],
-#      "arguments": {name: value}, "secrets": {key: value}}
+#      "arguments": {name: value}, "secrets": {key: value},
+#      "close_fds": true when sandboxed (optional)}
 #   fd 3: result channel, newline-delimited JSON records:
 #     {"event": "start"}            written just before any user code runs
 #     {"ok": true, "output": str}   the tool returned
@@ -51,6 +52,20 @@ def _nexa_main():
     os.set_inheritable(out, False)
     os.close(3)
 
+    def close_inherited(keep):
+        # A sandboxed tool must not hold descriptors nexa itself inherited
+        # without close-on-exec: they may lead outside the sandbox.
+        try:
+            fds = [int(n) for n in os.listdir("/proc/self/fd")]
+        except (OSError, ValueError):
+            return
+        for fd in fds:
+            if fd > 2 and fd != keep:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
     def emit(record):
         data = (json.dumps(record) + "\n").encode("ascii")
         view = memoryview(data)
@@ -86,6 +101,8 @@ def _nexa_main():
         params = request["params"]
         arguments = request["arguments"]
         secrets = request.get("secrets") or {}
+        if request.get("close_fds"):
+            close_inherited(out)
 
         if kind not in ("body", "file"):
             raise ValueError("unknown kind %r" % (kind,))

@@ -43,10 +43,28 @@
 //     used even if the process had to be killed afterwards.
 //   - Nothing ran (interpreter missing, unusable working directory, bad
 //     arguments or parameter names, the bootstrap died before the start
-//     record, sandbox requested) → a *StartError: errors.Is(err,
+//     record, sandbox requested but unavailable) → a *StartError: errors.Is(err,
 //     ErrNotStarted) and errors.Is(err, runtime.ErrNotExecuted) are true,
 //     it has a NotStarted() method, and it does NOT wrap ErrUnknownOutcome.
 //     The runtime may treat such a call as not executed.
+//
+// # Sandbox
+//
+// A tool declared `sandbox: true` runs under the backend returned by
+// Options.Sandbox (the CLI passes sandbox.Detect): the same command line,
+// rewritten by sandbox.Bwrap.Wrap to run inside bubblewrap with no network,
+// a read-only system, a private /tmp and the working directory as the only
+// writable place (see package sandbox for the exact guarantees and limits).
+// Its outcomes carry Sandboxed: true; other tools' carry false. The result
+// channel (fd 3) and the output pipe pass into the sandbox unchanged, and the
+// request asks the bootstrap (close_fds) to close every other inherited
+// descriptor before user code runs. A legacy tool file's directory is
+// exposed read-only if the sandbox would otherwise hide it (/tmp, /run).
+// When no backend is configured or detection fails, the call is refused
+// with a *StartError matching ErrSandboxUnavailable (and, for a failed
+// detection, sandbox.ErrUnavailable, whose message says how to install
+// bubblewrap); it is never run unsandboxed. Killing the process group (see
+// below) kills bubblewrap, and with it everything in the sandbox.
 //
 // # Process group
 //

@@ -22,6 +22,7 @@ import (
 
 	"github.com/nexa-run/nexa/internal/compile"
 	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/runtime/sandbox"
 )
 
 // bootstrap is the fixed Python program every call runs (see doc.go).
@@ -51,9 +52,11 @@ const (
 var ErrNotStarted = errors.New("python tool not started")
 
 // ErrSandboxUnavailable is matched (errors.Is) when a tool asks for
-// `sandbox: true`: no isolation backend is wired in yet, and a sandboxed
-// tool must never run unsandboxed. The runtime maps it to
-// sandbox_unavailable. Such an error also matches ErrNotStarted.
+// `sandbox: true` and no isolation backend works (none configured in
+// Options.Sandbox, or its detection failed): a sandboxed tool must never run
+// unsandboxed. The runtime maps it to sandbox_unavailable. Such an error
+// also matches ErrNotStarted and, when detection failed,
+// sandbox.ErrUnavailable, whose message says how to install bubblewrap.
 var ErrSandboxUnavailable = errors.New("sandbox unavailable")
 
 // StartError reports that a call did not run any user code. Besides
@@ -112,15 +115,22 @@ type Options struct {
 	// delivered its result before its process group is killed (atexit
 	// handlers, flushing). Zero means 2s.
 	ExitGrace time.Duration
+	// Sandbox returns the isolation backend for tools declared
+	// `sandbox: true`; it is called for every such call (the CLI passes
+	// sandbox.Detect, which caches its answer). Nil, or an error, means
+	// those tools are refused with ErrSandboxUnavailable and never run.
+	// Tools without `sandbox: true` never use it.
+	Sandbox func() (*sandbox.Bwrap, error)
 }
 
 // Executor runs Python tools, one interpreter process per call. It is safe
 // for concurrent use.
 type Executor struct {
-	python string
-	env    []string
-	hasEnv bool
-	grace  time.Duration
+	python  string
+	env     []string
+	hasEnv  bool
+	grace   time.Duration
+	sandbox func() (*sandbox.Bwrap, error)
 }
 
 var _ runtime.Executor = (*Executor)(nil)
@@ -144,7 +154,7 @@ func New(opts Options) *Executor {
 	if grace <= 0 {
 		grace = defaultExitGrace
 	}
-	e := &Executor{python: python, grace: grace}
+	e := &Executor{python: python, grace: grace, sandbox: opts.Sandbox}
 	if opts.Env != nil {
 		e.env = append([]string(nil), opts.Env...)
 		e.hasEnv = true
@@ -160,6 +170,9 @@ type request struct {
 	Params    []string                   `json:"params"`
 	Arguments map[string]json.RawMessage `json:"arguments"`
 	Secrets   map[string]string          `json:"secrets"`
+	// CloseFDs asks the bootstrap to close every inherited descriptor
+	// it does not use before user code runs (sandboxed calls).
+	CloseFDs bool `json:"close_fds,omitempty"`
 }
 
 // record is one line of the result channel.
@@ -180,14 +193,20 @@ func (e *Executor) Execute(ctx context.Context, inv runtime.Invocation) (runtime
 		return runtime.Outcome{}, &StartError{Tool: "?", Reason: "invocation has no tool"}
 	}
 	name := inv.Tool.Name
+	var box *sandbox.Bwrap
 	if inv.Tool.Sandbox {
-		return runtime.Outcome{}, &StartError{Tool: name, sandbox: true,
-			Reason: "the tool requires a sandbox (sandbox: true) and no sandbox backend is available yet; it was not run unsandboxed"}
+		b, err := e.sandboxBackend()
+		if err != nil {
+			return runtime.Outcome{}, &StartError{Tool: name, sandbox: true,
+				Reason: "the tool requires a sandbox (sandbox: true) and no isolation backend works here; it was not run unsandboxed", Err: err}
+		}
+		box = b
 	}
 	req, err := buildRequest(inv)
 	if err != nil {
 		return runtime.Outcome{}, &StartError{Tool: name, Reason: "invalid call", Err: err}
 	}
+	req.CloseFDs = box != nil
 	payload, err := json.Marshal(req)
 	if err != nil {
 		return runtime.Outcome{}, &StartError{Tool: name, Reason: "encode request", Err: err}
@@ -195,7 +214,22 @@ func (e *Executor) Execute(ctx context.Context, inv runtime.Invocation) (runtime
 	if err := ctx.Err(); err != nil {
 		return runtime.Outcome{}, &StartError{Tool: name, Reason: contextReason(ctx), Err: err}
 	}
-	return e.run(ctx, inv, payload)
+	return e.run(ctx, inv, payload, box)
+}
+
+// sandboxBackend returns the configured backend or why there is none.
+func (e *Executor) sandboxBackend() (*sandbox.Bwrap, error) {
+	if e.sandbox == nil {
+		return nil, errors.New("this executor has no sandbox backend configured (Options.Sandbox)")
+	}
+	b, err := e.sandbox()
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return nil, errors.New("the sandbox backend detector returned no backend")
+	}
+	return b, nil
 }
 
 // identRE matches a Python identifier of the ASCII kind the compiler
@@ -390,7 +424,8 @@ func (e *Executor) callEnv(inv runtime.Invocation) []string {
 	return env
 }
 
-func (e *Executor) run(ctx context.Context, inv runtime.Invocation, payload []byte) (runtime.Outcome, error) {
+// run executes one call; box, when not nil, is the sandbox it must run in.
+func (e *Executor) run(ctx context.Context, inv runtime.Invocation, payload []byte, box *sandbox.Bwrap) (runtime.Outcome, error) {
 	name := inv.Tool.Name
 	logW := inv.Log
 	if logW == nil {
@@ -417,16 +452,26 @@ func (e *Executor) run(ctx context.Context, inv runtime.Invocation, payload []by
 	cmd.ExtraFiles = []*os.File{resPipeW} // fd 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
-	startErr := cmd.Start()
+	var startErr error
+	if box == nil {
+		startErr = cmd.Start()
+	} else {
+		startErr = e.startSandboxed(cmd, box, inv)
+	}
 	// The child holds its own copies; ours must go so EOF can be seen.
 	logPipeW.Close()
 	resPipeW.Close()
 	if startErr != nil {
 		logR.Close()
 		resR.Close()
+		var se *StartError
+		if errors.As(startErr, &se) {
+			return runtime.Outcome{}, se
+		}
 		return runtime.Outcome{}, &StartError{Tool: name, Reason: e.describeStartFailure(startErr, inv.WorkDir), Err: startErr}
 	}
 	pid := cmd.Process.Pid
+	sandboxed := box != nil
 
 	// Copy the tool's output to the log, keeping a tail for diagnostics.
 	tail := &tailBuffer{max: tailSize}
@@ -500,15 +545,15 @@ func (e *Executor) run(ctx context.Context, inv runtime.Invocation, payload []by
 	started, final := parseRecords(result)
 	switch {
 	case resultTooLarge:
-		return runtime.Outcome{Output: fmt.Sprintf("tool result exceeds %d bytes", maxResult), Success: false}, nil
+		return runtime.Outcome{Output: fmt.Sprintf("tool result exceeds %d bytes", maxResult), Success: false, Sandboxed: sandboxed}, nil
 	case final != nil && final.Fatal != nil && !started:
 		return runtime.Outcome{}, &StartError{Tool: name, Reason: *final.Fatal}
 	case final != nil && final.Unknown:
 		return runtime.Outcome{}, fmt.Errorf("python tool %s raised ToolOutcomeUnknown: %s: %w", name, final.Message, runtime.ErrUnknownOutcome)
 	case final != nil && final.OK != nil && *final.OK:
-		return runtime.Outcome{Output: final.Output, Success: true}, nil
+		return runtime.Outcome{Output: final.Output, Success: true, Sandboxed: sandboxed}, nil
 	case final != nil && final.OK != nil:
-		return runtime.Outcome{Output: final.Error, Success: false}, nil
+		return runtime.Outcome{Output: final.Error, Success: false, Sandboxed: sandboxed}, nil
 	}
 
 	reason := killReason
@@ -519,6 +564,35 @@ func (e *Executor) run(ctx context.Context, inv runtime.Invocation, payload []by
 		return runtime.Outcome{}, &StartError{Tool: name, Reason: reason + tail.explain()}
 	}
 	return runtime.Outcome{}, fmt.Errorf("python tool %s: %s: %w", name, reason, runtime.ErrUnknownOutcome)
+}
+
+// startSandboxed rewrites cmd to run under box and starts it. A command
+// that cannot be wrapped is not started at all: the error is a
+// *StartError.
+func (e *Executor) startSandboxed(cmd *exec.Cmd, box *sandbox.Bwrap, inv runtime.Invocation) error {
+	name := inv.Tool.Name
+	if cmd.Err != nil {
+		// The interpreter was not found: say so, as unsandboxed calls do.
+		return &StartError{Tool: name, Reason: e.describeStartFailure(cmd.Err, inv.WorkDir), Err: cmd.Err}
+	}
+	var readOnly []string
+	if f := inv.Tool.Body.PythonFile; f != "" {
+		// A legacy tool file outside the working directory must stay
+		// readable even where the sandbox hides the host (/tmp, /run).
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(inv.WorkDir, f)
+		}
+		readOnly = append(readOnly, filepath.Dir(f))
+	}
+	release, err := box.Wrap(cmd, inv.WorkDir, readOnly...)
+	if err != nil {
+		return &StartError{Tool: name, Reason: "cannot set up the sandbox", Err: err}
+	}
+	defer release()
+	if err := sandbox.Start(cmd); err != nil {
+		return &StartError{Tool: name, Reason: fmt.Sprintf("cannot start the sandbox (bubblewrap %s)", box.Path()), Err: err}
+	}
+	return nil
 }
 
 func (e *Executor) describeStartFailure(err error, dir string) string {

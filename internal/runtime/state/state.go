@@ -100,6 +100,16 @@ type Config struct {
 	// Deadline is start time + timeout; nil when the run has none.
 	Deadline *time.Time `json:"deadline,omitempty"`
 	WorkDir  string     `json:"work_dir"`
+	// MCPServers are the MCP servers whose tools the run exposes, with a
+	// hash of their tool schemas when the run started: a resume refuses
+	// when a server now offers different tools.
+	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
+}
+
+// MCPServer identifies one MCP server of a run and the tools it offered.
+type MCPServer struct {
+	Spec       string `json:"spec"`
+	SchemaHash string `json:"schema_hash"`
 }
 
 // Usage counts what a run has consumed, for budgets and for the JSON output.
