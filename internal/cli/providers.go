@@ -65,9 +65,6 @@ func resolveProvider(e *env, f *agentFlags, prog *compile.Program, agent *compil
 	default:
 		return nil, fmt.Errorf("unknown provider %q: use openai, anthropic or script:PATH", kind)
 	}
-	if kind == "anthropic" {
-		return nil, fmt.Errorf("the anthropic provider is not available in this build yet; use an OpenAI-compatible endpoint or --provider script:PATH")
-	}
 
 	baseURL, key := f.baseURL, ""
 	lookup := func(baseVar, keyVar string, get func(string) string) {
@@ -94,6 +91,18 @@ func resolveProvider(e *env, f *agentFlags, prog *compile.Program, agent *compil
 		lookup(up+"_BASE_URL", up+"_API_KEY", e.getenv)
 	}
 	lookup("BASE_URL", "API_KEY", sec.active)
+	if kind == "anthropic" {
+		lookup("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", e.getenv)
+		if baseURL == "" {
+			baseURL = provider.DefaultAnthropicBaseURL
+		}
+		sec.addSecret(key)
+		a, err := provider.NewAnthropic(provider.AnthropicConfig{BaseURL: baseURL, APIKey: key, Model: name})
+		if err != nil {
+			return nil, err
+		}
+		return &resolvedProvider{provider: provider.WithRetry(a, retryPolicy(agent, onRetry)), identity: a.Identity()}, nil
+	}
 	lookup("OPENAI_BASE_URL", "OPENAI_API_KEY", e.getenv)
 	if baseURL == "" {
 		baseURL = provider.DefaultOpenAIBaseURL

@@ -167,8 +167,10 @@ func (a *Anthropic) Complete(ctx context.Context, req Request, progress func(Eve
 	var reply Reply
 	mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
 	// A server that ignores "stream": true answers with a plain message,
-	// and one that streams unasked sends events: take each as it is.
-	if mt == "text/event-stream" || (req.Stream && mt != "application/json") {
+	// and one that streams unasked sends events: take each as it is. Any
+	// other body (an HTML page from a wrong base URL) is reported as not
+	// being a message rather than as a cut stream, which would be retried.
+	if mt == "text/event-stream" || (req.Stream && mt == "") {
 		reply, err = a.stream(ctx, res, progress)
 	} else {
 		var body []byte
