@@ -203,16 +203,17 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		}
 	}()
 
+	detect := sandboxDetector(e)
 	runner, err := runtime.NewRunner(runtime.Config{
 		Program:          prog,
 		Agent:            agent,
 		Store:            st,
 		Provider:         prov.provider,
-		Executors:        executors(e),
+		Executors:        executors(e, detect),
 		Secrets:          sec.env,
 		Observe:          display.observe,
 		ToolLog:          toolLogOpener(st.Path(), sec),
-		SandboxAvailable: sandboxAvailable,
+		SandboxAvailable: sandboxAvailable(detect),
 		Stop:             stop,
 		NoStream:         f.noStream,
 		Redact:           sec.redact,

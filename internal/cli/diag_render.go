@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -69,25 +70,29 @@ func renderDiagnostics(w io.Writer, ds lang.Diagnostics, st *diagStyle) {
 		if !d.IsError() {
 			label = st.warn.Sprint("warning")
 		}
+		caret := st.err
+		if !d.IsError() {
+			caret = st.warn
+		}
 		if d.Line > 0 {
 			fmt.Fprintf(w, "%s:%d:%d: %s: %s\n", d.File, d.Line, d.Column, label, st.bold.Sprint(d.Message))
-			writeSnippet(w, width, d.Line, d.Column, d.SourceLine, "", st)
+			writeSnippet(w, width, d.Line, d.Column, d.SourceLine, "", st, caret)
 		} else {
 			fmt.Fprintf(w, "%s: %s: %s\n", d.File, label, st.bold.Sprint(d.Message))
 		}
 		for _, r := range d.Related {
-			fmt.Fprintf(w, "%s %s:%d:%d: %s\n", st.gutter.Sprint(strings.Repeat(" ", width+1)+"-->"), r.File, r.Line, r.Column, r.Message)
-			writeSnippet(w, width, r.Line, r.Column, r.SourceLine, r.Message, st)
+			fmt.Fprintf(w, "%s %s:%d:%d: %s\n", st.gutter.Sprint(strings.Repeat(" ", width+2)+"-->"), r.File, r.Line, r.Column, r.Message)
+			writeSnippet(w, width, r.Line, r.Column, r.SourceLine, r.Message, st, st.hint)
 		}
 		if d.Hint != "" {
-			fmt.Fprintf(w, "%s %s\n", st.gutter.Sprint(strings.Repeat(" ", width+1)+"="), st.hint.Sprint("hint: "+d.Hint))
+			fmt.Fprintf(w, "%s %s\n", st.gutter.Sprint(strings.Repeat(" ", width+2)+"="), st.hint.Sprint("hint: "+d.Hint))
 		}
 	}
 }
 
 // writeSnippet prints the source line and a caret under column col
 // (counted in characters; tabs are kept so the caret lines up).
-func writeSnippet(w io.Writer, width, line, col int, text, label string, st *diagStyle) {
+func writeSnippet(w io.Writer, width, line, col int, text, label string, st *diagStyle, caretColor *color.Color) {
 	if text == "" && line <= 0 {
 		return
 	}
@@ -105,14 +110,16 @@ func writeSnippet(w io.Writer, width, line, col int, text, label string, st *dia
 		}
 		i++
 	}
-	for ; i < col; i++ {
+	// the quoted line is cut at a few hundred characters; do not pad
+	// further than that for an error far into a very long line
+	for ; i < col && i <= len(text)+1; i++ {
 		pad.WriteByte(' ')
 	}
 	caret := "^"
 	if label != "" {
 		caret += " " + label
 	}
-	fmt.Fprintf(w, "%s %s%s\n", st.gutter.Sprint(strings.Repeat(" ", width+1)+" |"), pad.String(), st.err.Sprint(caret))
+	fmt.Fprintf(w, "%s %s%s\n", st.gutter.Sprint(strings.Repeat(" ", width+1)+" |"), pad.String(), caretColor.Sprint(caret))
 }
 
 // diagJSON is the `d` object of cli.md.
@@ -155,6 +162,15 @@ func compileExitCode(ds lang.Diagnostics) int {
 		}
 	}
 	return ExitUsage
+}
+
+// diagWriteJSON prints v as indented JSON without HTML escapes (schemas and
+// prompts keep their <, > and & readable).
+func diagWriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
 
 func plural(n int, word string) string {

@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/nexa-run/nexa/internal/compile"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/native"
 	"github.com/nexa-run/nexa/internal/runtime/pytool"
+	"github.com/nexa-run/nexa/internal/runtime/sandbox"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 	"github.com/nexa-run/nexa/internal/store"
 )
@@ -48,18 +50,12 @@ func openStore(e *env, flag, wd string) (storeHandle, error) {
 }
 
 // executors are the tool executors of this build, by body kind.
-func executors(e *env) map[compile.BodyKind]runtime.Executor {
-	py := pytool.New(pytool.Options{Python: e.getenv("NEXA_PYTHON"), Env: toolEnv()})
+func executors(e *env, detect func() (*sandbox.Bwrap, error)) map[compile.BodyKind]runtime.Executor {
+	py := pytool.New(pytool.Options{Python: e.getenv("NEXA_PYTHON"), Env: toolEnv(), Sandbox: detect})
 	return map[compile.BodyKind]runtime.Executor{
 		compile.BodyPython: py,
 		compile.BodyNative: native.New(),
 	}
-}
-
-// sandboxAvailable reports whether a sandbox backend works; this build has
-// none yet, so sandboxed tools are refused rather than run unisolated.
-func sandboxAvailable() error {
-	return fmt.Errorf("no sandbox backend is built in yet")
 }
 
 // toolEnv is the environment tools start with: this process's, without
@@ -73,4 +69,30 @@ func toolEnv() []string {
 		out = append(out, kv)
 	}
 	return out
+}
+
+// sandboxDetector finds the isolation backend: NEXA_BWRAP names the
+// bubblewrap binary when it is not bwrap in PATH. The check runs once.
+func sandboxDetector(e *env) func() (*sandbox.Bwrap, error) {
+	bin := e.getenv("NEXA_BWRAP")
+	if bin == "" {
+		return sandbox.Detect
+	}
+	var (
+		once sync.Once
+		bw   *sandbox.Bwrap
+		err  error
+	)
+	return func() (*sandbox.Bwrap, error) {
+		once.Do(func() { bw, err = sandbox.Probe(bin) })
+		return bw, err
+	}
+}
+
+// sandboxAvailable is the runtime's check before a sandboxed call.
+func sandboxAvailable(detect func() (*sandbox.Bwrap, error)) func() error {
+	return func() error {
+		_, err := detect()
+		return err
+	}
 }

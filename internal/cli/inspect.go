@@ -111,11 +111,9 @@ exit status is 2.`,
 			prog, diags := compile.Compile(path, compile.Options{NexaPath: e.getenv("NEXA_PATH")})
 			if prog == nil {
 				if asJSON {
-					b, err := json.MarshalIndent(toValidateJSON(diags), "", "  ")
-					if err != nil {
+					if err := diagWriteJSON(e.stdout, toValidateJSON(diags)); err != nil {
 						return fmt.Errorf("encode diagnostics: %w", err)
 					}
-					fmt.Fprintln(e.stdout, string(b))
 				} else {
 					renderDiagnostics(e.stderr, diags, newDiagStyle(colorEnabled(e, e.stderr)))
 					fmt.Fprintf(e.stderr, "%s: %s, %s\n", path,
@@ -124,11 +122,9 @@ exit status is 2.`,
 				return exitWith(compileExitCode(diags))
 			}
 			if asJSON {
-				b, err := json.MarshalIndent(toInspectJSON(prog), "", "  ")
-				if err != nil {
+				if err := diagWriteJSON(e.stdout, toInspectJSON(prog)); err != nil {
 					return fmt.Errorf("encode program: %w", err)
 				}
-				fmt.Fprintln(e.stdout, string(b))
 				return nil
 			}
 			writeInspectText(e.stdout, prog, newDiagStyle(colorEnabled(e, e.stdout)))
@@ -250,69 +246,56 @@ func paramSummary(schema json.RawMessage) string {
 	return strings.Join(parts, ", ")
 }
 
-// propertyOrder reads the keys of "properties" in the order they appear.
+// propertyOrder reads the keys of "properties" in the order they appear
+// (the compiler writes them in declaration order).
 func propertyOrder(schema json.RawMessage) []string {
-	dec := json.NewDecoder(strings.NewReader(string(schema)))
+	var s struct {
+		Properties json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(s.Properties)))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
 	var keys []string
-	depth := 0
-	inProps := false
-	expectKey := false
-	for {
+	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
 			return keys
 		}
-		switch v := tok.(type) {
-		case json.Delim:
-			switch v {
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if inProps && depth == 1 {
-					inProps = false
-				}
-			}
-			expectKey = depth == 2 && inProps && v == '{'
-			if depth == 2 && inProps && (v == '}' || v == ']') {
-				expectKey = true
-			}
-		case string:
-			if depth == 1 && v == "properties" && dec.More() {
-				inProps = true
-				continue
-			}
-			if inProps && depth == 2 && dec.More() && expectKey {
-				keys = append(keys, v)
-				expectKey = false
-				continue
-			}
-			if inProps && depth == 2 {
-				expectKey = true
-			}
-		default:
-			if inProps && depth == 2 {
-				expectKey = true
-			}
+		key, _ := tok.(string)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return keys
 		}
+		keys = append(keys, key)
 	}
+	return keys
 }
 
+// schemaTypeText writes a property schema back as a type: string,
+// list[integer], object, integer?, string|integer.
 func schemaTypeText(ps map[string]any) string {
 	switch t := ps["type"].(type) {
 	case string:
-		if t == "array" {
-			if items, ok := ps["items"].(map[string]any); ok {
-				return "list[" + schemaTypeText(items) + "]"
-			}
-		}
-		return t
+		return simpleTypeText(t, ps)
 	case []any:
 		var parts []string
+		nullable := false
 		for _, x := range t {
-			parts = append(parts, fmt.Sprint(x))
+			if s, _ := x.(string); s == "null" {
+				nullable = true
+			} else {
+				parts = append(parts, simpleTypeText(fmt.Sprint(x), ps))
+			}
 		}
-		return strings.Join(parts, "|")
+		out := strings.Join(parts, "|")
+		if nullable {
+			out += "?"
+		}
+		return out
 	}
 	if alts, ok := ps["anyOf"].([]any); ok {
 		var parts []string
@@ -324,6 +307,16 @@ func schemaTypeText(ps map[string]any) string {
 		return strings.Join(parts, "|")
 	}
 	return "any"
+}
+
+func simpleTypeText(t string, ps map[string]any) string {
+	if t == "array" {
+		if items, ok := ps["items"].(map[string]any); ok {
+			return "list[" + schemaTypeText(items) + "]"
+		}
+		return "list"
+	}
+	return t
 }
 
 func oneLine(s string, n int) string {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -36,11 +35,9 @@ compile errors or FILE does not exist, 1 when FILE cannot be read.`,
 			path := args[0]
 			prog, diags := compile.Compile(path, compile.Options{NexaPath: e.getenv("NEXA_PATH")})
 			if asJSON {
-				b, err := json.MarshalIndent(toValidateJSON(diags), "", "  ")
-				if err != nil {
+				if err := diagWriteJSON(e.stdout, toValidateJSON(diags)); err != nil {
 					return fmt.Errorf("encode diagnostics: %w", err)
 				}
-				fmt.Fprintln(e.stdout, string(b))
 			} else {
 				renderDiagnostics(e.stderr, diags, newDiagStyle(colorEnabled(e, e.stderr)))
 				if prog != nil {

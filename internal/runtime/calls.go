@@ -63,7 +63,7 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 		if t.Sandbox {
 			if err := d.sandboxAvailable(); err != nil {
 				return d.finish(ctx, state.StatusFailed, &state.RunError{Code: CodeSandboxUnavailable, Message: fmt.Sprintf(
-					"tool %s declares sandbox: true, but no isolation backend works here (%v); call %s was not executed. Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and resume the run",
+					"tool %s declares sandbox: true, but no isolation backend works here: %v; call %s was not executed, and the run can be resumed once a backend works",
 					t.Name, err, e.CallID)}, state.Delta{})
 			}
 		}
@@ -132,6 +132,8 @@ func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *compile.
 	now := d.r.now().UTC()
 	e.Stage = state.StageStarted
 	e.StartedAt = &now
+	// Known before the call: a sandboxed tool runs isolated or not at all.
+	e.Sandboxed = t.Sandbox && t.Body.Kind == compile.BodyPython
 	e.Attempts++
 	d.st.Usage.ToolCalls++
 	if d.st.Status != state.StatusRunning {

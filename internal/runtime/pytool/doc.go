@@ -15,7 +15,9 @@
 //   - stdin carries one JSON request, read to EOF, then replaced by
 //     /dev/null:
 //     {"kind": "body"|"file", "source": text or path, "function": tool name,
-//     "params": [names], "arguments": {…}, "secrets": {…}}.
+//     "params": [names], "arguments": {…}, "secrets": {…},
+//     "close_fds": true for a sandboxed call (close every inherited
+//     descriptor but 0-2 and the result channel before user code runs)}.
 //     A body becomes `def __nexa_tool__(params…)` whose statements are the
 //     body's own parsed AST (ast.parse of the body text, grafted into a
 //     FunctionDef), so string literals in the body keep their exact text

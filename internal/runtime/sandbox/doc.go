@@ -56,10 +56,12 @@
 //   - No controlling terminal (--new-session), so TIOCSTI cannot inject
 //     keystrokes into the user's shell.
 //   - Lifetime: killing bwrap (pytool SIGKILLs its process group) kills
-//     everything inside (bwrap is PID 1 of the namespace's parent, and
-//     --die-with-parent chains the deaths); if nexa itself dies, the
-//     sandbox dies with it. Start forks from a thread that never exits,
-//     because the parent-death signal follows the forking thread.
+//     everything inside, detached children included: --die-with-parent
+//     makes bwrap's init (PID 1 of the sandbox's PID namespace) die with
+//     bwrap, and the kernel kills a PID namespace whose init dies. If nexa
+//     itself dies, the sandbox dies with it. Start forks from a thread that
+//     never exits, because the parent-death signal follows the forking
+//     thread, not the process.
 //   - On amd64, arm64 and riscv64, a seccomp filter refuses socket(AF_UNIX)
 //     (EACCES; socketpair still works), io_uring (ENOSYS) and the kernel
 //     keyring (EPERM), and kills other-ABI system calls. Unix sockets are

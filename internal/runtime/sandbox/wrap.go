@@ -77,7 +77,11 @@ func (b *Bwrap) Wrap(cmd *exec.Cmd, workDir string, readOnly ...string) (release
 		if base == "" {
 			base = work
 		}
-		program = filepath.Join(base, program)
+		abs, err := filepath.Abs(filepath.Join(base, program))
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: program %s: %w", cmd.Path, err)
+		}
+		program = abs
 	}
 
 	var seccompFD int
