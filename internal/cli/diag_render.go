@@ -76,13 +76,13 @@ func renderDiagnostics(w io.Writer, ds lang.Diagnostics, st *diagStyle) {
 		}
 		if d.Line > 0 {
 			fmt.Fprintf(w, "%s:%d:%d: %s: %s\n", d.File, d.Line, d.Column, label, st.bold.Sprint(d.Message))
-			writeSnippet(w, width, d.Line, d.Column, d.SourceLine, "", st, caret)
+			diagSnippet(w, width, d.Line, d.Column, d.SourceLine, "", st, caret)
 		} else {
 			fmt.Fprintf(w, "%s: %s: %s\n", d.File, label, st.bold.Sprint(d.Message))
 		}
 		for _, r := range d.Related {
 			fmt.Fprintf(w, "%s %s:%d:%d: %s\n", st.gutter.Sprint(strings.Repeat(" ", width+2)+"-->"), r.File, r.Line, r.Column, r.Message)
-			writeSnippet(w, width, r.Line, r.Column, r.SourceLine, r.Message, st, st.hint)
+			diagSnippet(w, width, r.Line, r.Column, r.SourceLine, r.Message, st, st.hint)
 		}
 		if d.Hint != "" {
 			fmt.Fprintf(w, "%s %s\n", st.gutter.Sprint(strings.Repeat(" ", width+2)+"="), st.hint.Sprint("hint: "+d.Hint))
@@ -90,9 +90,9 @@ func renderDiagnostics(w io.Writer, ds lang.Diagnostics, st *diagStyle) {
 	}
 }
 
-// writeSnippet prints the source line and a caret under column col
+// diagSnippet prints the source line and a caret under column col
 // (counted in characters; tabs are kept so the caret lines up).
-func writeSnippet(w io.Writer, width, line, col int, text, label string, st *diagStyle, caretColor *color.Color) {
+func diagSnippet(w io.Writer, width, line, col int, text, label string, st *diagStyle, caretColor *color.Color) {
 	if text == "" && line <= 0 {
 		return
 	}
@@ -173,7 +173,7 @@ func diagWriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func plural(n int, word string) string {
+func diagPlural(n int, word string) string {
 	if n == 1 {
 		return fmt.Sprintf("%d %s", n, word)
 	}

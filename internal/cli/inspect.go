@@ -117,7 +117,7 @@ exit status is 2.`,
 				} else {
 					renderDiagnostics(e.stderr, diags, newDiagStyle(colorEnabled(e, e.stderr)))
 					fmt.Fprintf(e.stderr, "%s: %s, %s\n", path,
-						plural(len(diags.Errors()), "error"), plural(len(diags.Warnings()), "warning"))
+						diagPlural(len(diags.Errors()), "error"), diagPlural(len(diags.Warnings()), "warning"))
 				}
 				return exitWith(compileExitCode(diags))
 			}
@@ -128,6 +128,9 @@ exit status is 2.`,
 				return nil
 			}
 			writeInspectText(e.stdout, prog, newDiagStyle(colorEnabled(e, e.stdout)))
+			if n := len(diags.Warnings()); n > 0 {
+				fmt.Fprintf(e.stderr, "%s: %s (nexa validate %s shows them)\n", path, diagPlural(n, "warning"), path)
+			}
 			return nil
 		},
 	}
@@ -187,7 +190,7 @@ func writeInspectText(w io.Writer, p *compile.Program, st *diagStyle) {
 			fmt.Fprintf(w, "    implements: %s\n", a.Implements)
 		}
 		if sp := a.SystemPrompt(); sp != "" {
-			fmt.Fprintf(w, "    prompt: %s\n", oneLine(sp, 100))
+			fmt.Fprintf(w, "    prompt: %s\n", inspectOneLine(sp, 100))
 		}
 		var keys []string
 		for k := range a.Properties {
@@ -198,7 +201,7 @@ func writeInspectText(w io.Writer, p *compile.Program, st *diagStyle) {
 		sort.Strings(keys)
 		for _, k := range keys {
 			b, _ := json.Marshal(a.Properties[k])
-			fmt.Fprintf(w, "    %s: %s\n", k, oneLine(string(b), 100))
+			fmt.Fprintf(w, "    %s: %s\n", k, inspectOneLine(string(b), 100))
 		}
 	}
 
@@ -319,7 +322,7 @@ func simpleTypeText(t string, ps map[string]any) string {
 	return t
 }
 
-func oneLine(s string, n int) string {
+func inspectOneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	r := []rune(s)
 	if len(r) > n {

@@ -42,11 +42,11 @@ compile errors or FILE does not exist, 1 when FILE cannot be read.`,
 				renderDiagnostics(e.stderr, diags, newDiagStyle(colorEnabled(e, e.stderr)))
 				if prog != nil {
 					fmt.Fprintf(e.stdout, "%s: valid (%s, %s, %s, %s)\n", path,
-						plural(len(prog.Tools), "tool"), plural(len(prog.Agents), "agent"),
-						plural(len(prog.Protocols), "protocol"), plural(len(diags.Warnings()), "warning"))
+						diagPlural(len(prog.Tools), "tool"), diagPlural(len(prog.Agents), "agent"),
+						diagPlural(len(prog.Protocols), "protocol"), diagPlural(len(diags.Warnings()), "warning"))
 				} else {
 					fmt.Fprintf(e.stderr, "%s: %s, %s\n", path,
-						plural(len(diags.Errors()), "error"), plural(len(diags.Warnings()), "warning"))
+						diagPlural(len(diags.Errors()), "error"), diagPlural(len(diags.Warnings()), "warning"))
 				}
 			}
 			if diags.HasErrors() {

@@ -40,7 +40,7 @@ func (c *compiler) compileAgent(ad *agentDecl, prog *Program) *Agent {
 		spec, ok := agentDecorators[deco.Name]
 		if !ok {
 			hint := "agent decorators are @limit(max_tokens=N), @timeout(seconds=N), @retry(max_attempts=N), @temperature(value=X)"
-			if best := lang.Closest(deco.Name, sortedKeys(agentDecorators)); best != "" {
+			if best := c.closest(deco.Name, sortedKeys(agentDecorators)); best != "" {
 				hint = fmt.Sprintf("did you mean `@%s`?", best)
 			}
 			c.errorAt(deco.Pos, lang.CodeBadDecorator, hint, "unknown decorator @%s on agent %s", deco.Name, name)
@@ -82,7 +82,7 @@ func (c *compiler) compileAgent(ad *agentDecl, prog *Program) *Agent {
 		values[key] = setting{p.Value, p.Pos}
 		if !contains(agentProps, key) {
 			hint := "nexa agent keeps it in the IR but does not use it"
-			if best := lang.Closest(key, agentProps); best != "" {
+			if best := c.closest(key, agentProps); best != "" {
 				hint = fmt.Sprintf("did you mean `%s`?", best)
 			}
 			c.warnAt(p.Pos, lang.CodeNoEffect, hint, "property `%s` of agent %s accepted, no effect in nexa agent", key, name)
@@ -119,7 +119,7 @@ func (c *compiler) compileAgent(ad *agentDecl, prog *Program) *Agent {
 		pn := d.Implements.Name
 		if _, ok := c.protocols[pn]; !ok {
 			hint := "declare it with protocol " + pn + " { field: type, … }"
-			if best := lang.Closest(pn, sortedKeys(c.protocols)); best != "" {
+			if best := c.closest(pn, sortedKeys(c.protocols)); best != "" {
 				hint = fmt.Sprintf("did you mean `%s`?", best)
 			}
 			c.errorAt(d.Implements.Pos, lang.CodeUnknownProtocol, hint, "agent %s implements unknown protocol `%s`", name, pn)
@@ -201,7 +201,7 @@ func (c *compiler) agentProp(a *Agent, key string, v *lang.Value) {
 		strategies := []string{"auto", "required", "none"}
 		if !ok || !contains(strategies, s) {
 			hint := "tool_call_strategy is auto, required or none"
-			if best := lang.Closest(s, strategies); ok && best != "" {
+			if best := c.closest(s, strategies); ok && best != "" {
 				hint = fmt.Sprintf("did you mean %q?", best)
 			}
 			bad("auto, required or none", hint)
@@ -263,6 +263,7 @@ func (c *compiler) resolveUses(a *Agent, d *lang.Agent, prog *Program) {
 		toolNames[n] = true
 	}
 	exposed := map[string]bool{}
+	var toolList []string // sorted tool names, computed for the first suggestion
 	if len(d.Uses) == 0 {
 		a.ImplicitTools = true
 		for _, t := range c.tools {
@@ -272,7 +273,11 @@ func (c *compiler) resolveUses(a *Agent, d *lang.Agent, prog *Program) {
 		}
 		if len(exposed) > 0 {
 			names := sortedKeys(exposed)
-			c.warnAt(d.Name.Pos, lang.CodeImplicitTools, "add `uses "+strings.Join(names[:min(len(names), 3)], ", ")+"…` to choose the tools",
+			shown := strings.Join(names[:min(len(names), 3)], ", ")
+			if len(names) > 3 {
+				shown += ", …"
+			}
+			c.warnAt(d.Name.Pos, lang.CodeImplicitTools, "add `uses "+shown+"` to choose the tools",
 				"agent %s has no uses clause, so it is exposed to every @tool function (%s)", a.Name, joinNames(names))
 		}
 	}
@@ -291,7 +296,7 @@ func (c *compiler) resolveUses(a *Agent, d *lang.Agent, prog *Program) {
 			a.Uses = append(a.Uses, Use{Kind: UseStd, Name: "std." + ns})
 			if !contains(StdNamespaces, ns) {
 				hint := "built-in namespaces: std." + strings.Join(StdNamespaces, ", std.")
-				if best := lang.Closest(ns, StdNamespaces); best != "" {
+				if best := c.closest(ns, StdNamespaces); best != "" {
 					hint = fmt.Sprintf("did you mean `std.%s`?", best)
 				}
 				c.warnAt(u.Pos, lang.CodeUnknownTool, hint, "unknown built-in namespace `std.%s` in agent %s; it gives no tools", ns, a.Name)
@@ -304,7 +309,10 @@ func (c *compiler) resolveUses(a *Agent, d *lang.Agent, prog *Program) {
 				continue
 			}
 			hint := "declare it with @tool(\"…\") fn " + name + "(…) or include the file that does"
-			if best := lang.Closest(name, sortedKeys(toolNames)); best != "" {
+			if toolList == nil {
+				toolList = sortedKeys(toolNames)
+			}
+			if best := c.closest(name, toolList); best != "" {
 				hint = fmt.Sprintf("did you mean `%s`?", best)
 			} else if _, isAgent := c.seen["agent"][name]; isAgent {
 				hint = name + " is an agent; uses lists tools"

@@ -119,32 +119,34 @@ type compiler struct {
 	diags   Diagnostics
 
 	// declarations by kind, in program order
-	tools     []*toolDecl
-	agents    []*agentDecl
-	protos    []*protoDecl
-	protocols map[string]*protoDecl
-	aliases   map[string]*aliasDecl
-	seen      map[string]map[string]lang.Decl // kind → name → first declaration
-	declSrc   map[lang.Decl]*source
-	incTarget map[*lang.Include]*source // where each include resolved
-	decls     []Decl
-	secrets   []string
-	config    string
-	// names of tools and agents whose declarations had syntax errors
-	brokenTools  []string
-	brokenAgents []string
-	extra        [][]byte // bytes of legacy python files, hashed with the sources
+	tools       []*toolDecl
+	agents      []*agentDecl
+	protos      []*protoDecl
+	protocols   map[string]*protoDecl
+	aliases     map[string]*aliasDecl
+	seen        map[string]map[string]lang.Decl // kind → name → first declaration
+	declSrc     map[lang.Decl]*source
+	incTarget   map[*lang.Include]*source // where each include resolved
+	decls       []Decl
+	secrets     []string
+	secretKeys  map[string]bool // identities of the secrets files listed
+	config      string
+	suggestions int // closest() calls so far
+	// names of tools whose declarations had syntax errors
+	brokenTools []string
+	extra       [][]byte // bytes of legacy python files, hashed with the sources
 }
 
 func newCompiler(opts Options) *compiler {
 	return &compiler{
-		opts:      opts,
-		byKey:     map[string]*source{},
-		protocols: map[string]*protoDecl{},
-		aliases:   map[string]*aliasDecl{},
-		seen:      map[string]map[string]lang.Decl{},
-		declSrc:   map[lang.Decl]*source{},
-		incTarget: map[*lang.Include]*source{},
+		opts:       opts,
+		byKey:      map[string]*source{},
+		protocols:  map[string]*protoDecl{},
+		aliases:    map[string]*aliasDecl{},
+		seen:       map[string]map[string]lang.Decl{},
+		declSrc:    map[lang.Decl]*source{},
+		incTarget:  map[*lang.Include]*source{},
+		secretKeys: map[string]bool{},
 	}
 }
 
@@ -184,9 +186,13 @@ func (c *compiler) load(path string) {
 	if err != nil {
 		code := lang.CodeIO
 		msg := fmt.Sprintf("cannot read %s: %v", path, unwrapPathErr(err))
-		if errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			code = lang.CodeFileNotFound
 			msg = fmt.Sprintf("file %s does not exist", path)
+		case isDirErr(err):
+			code = lang.CodeFileNotFound
+			msg = fmt.Sprintf("%s is a directory, not a .nx file", path)
 		}
 		c.add(Diagnostic{File: path, Line: 0, Column: 0, Code: code, Message: msg, Severity: lang.SeverityError})
 		return
@@ -195,6 +201,7 @@ func (c *compiler) load(path string) {
 	beside := filepath.Join(filepath.Dir(path), "secrets.nxs")
 	if c.opts.exists(beside) {
 		c.secrets = append(c.secrets, beside)
+		c.secretKeys[c.fileKey(beside)] = true
 	}
 	c.loadSource(path, data)
 }
@@ -248,6 +255,12 @@ func (c *compiler) include(from *source, inc *lang.Include) {
 	var found string
 	var data []byte
 	for _, cand := range candidates {
+		if loaded, ok := c.byKey[c.fileKey(c.displayPath(cand))]; ok {
+			// included before (or part of the chain being loaded): no
+			// need to read it again
+			found, data = loaded.path, loaded.data
+			break
+		}
 		if strings.HasSuffix(cand, ".nxs") {
 			if c.opts.exists(cand) {
 				found = cand
@@ -265,6 +278,13 @@ func (c *compiler) include(from *source, inc *lang.Include) {
 			return
 		}
 	}
+	if found == "" && strings.HasSuffix(rel, ".nxs") {
+		// a secrets file is often kept out of version control; its
+		// absence is worth a warning, not a failed build
+		c.warnAt(inc.Path.Pos, lang.CodeIncludeNotFound, "its keys will be missing; nexa_secrets.get returns None for them",
+			"included secrets file %q not found", rel)
+		return
+	}
 	if found == "" {
 		where := "beside " + from.path
 		if c.opts.NexaPath != "" {
@@ -277,14 +297,15 @@ func (c *compiler) include(from *source, inc *lang.Include) {
 		return
 	}
 	if strings.HasSuffix(found, ".nxs") {
-		for _, s := range c.secrets {
-			if c.fileKey(s) == c.fileKey(found) {
-				return
-			}
+		key := c.fileKey(found)
+		if c.secretKeys[key] {
+			return
 		}
+		c.secretKeys[key] = true
 		c.secrets = append(c.secrets, found)
 		return
 	}
+	found = c.displayPath(found)
 	key := c.fileKey(found)
 	for i, s := range c.stack {
 		if s.key == key {
@@ -302,6 +323,24 @@ func (c *compiler) include(from *source, inc *lang.Include) {
 		return // included before: compiled once
 	}
 	c.incTarget[inc] = c.loadSource(found, data)
+}
+
+// displayPath shows a file found through an absolute NEXA_PATH entry
+// relative to the working directory when it lies below it, so that
+// Files and diagnostics do not carry machine paths needlessly.
+func (c *compiler) displayPath(p string) string {
+	if c.opts.ReadFile != nil || !filepath.IsAbs(p) {
+		return p
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	rel, err := filepath.Rel(wd, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return p
+	}
+	return rel
 }
 
 func isDirErr(err error) bool {
@@ -376,52 +415,48 @@ func (c *compiler) collect() {
 }
 
 func (c *compiler) collectFile(s *source) {
-	{
-		for _, d := range s.file.Decls {
-			if inc, ok := d.(*lang.Include); ok {
-				if target := c.incTarget[inc]; target != nil {
-					c.collectFile(target)
-				}
+	for _, d := range s.file.Decls {
+		if inc, ok := d.(*lang.Include); ok {
+			if target := c.incTarget[inc]; target != nil {
+				c.collectFile(target)
 			}
-			kind := d.DeclKind()
-			name := d.DeclName()
-			if kind != "include" {
-				c.decls = append(c.decls, Decl{Kind: kind, Name: name, File: s.path, Line: d.DeclPos().Line})
-			}
-			if uc, ok := d.(*lang.UseConfig); ok && c.config == "" {
-				c.config = uc.DeclName()
-			}
-			if !c.register(d, kind, name) {
-				continue
-			}
-			switch v := d.(type) {
-			case *lang.ToolFn, *lang.LegacyTool:
-				c.tools = append(c.tools, &toolDecl{decl: v, src: s})
-			case *lang.Agent:
-				c.agents = append(c.agents, &agentDecl{decl: v, src: s})
-			case *lang.Protocol:
-				p := &protoDecl{decl: v, src: s}
-				c.protos = append(c.protos, p)
-				c.protocols[name] = p
-			case *lang.TypeDecl:
-				c.aliases[name] = &aliasDecl{decl: v}
-			case *lang.BrokenDecl:
-				// keep the name known so that references to it do not
-				// add errors to the syntax error already reported
-				switch v.Kind {
-				case "protocol":
-					c.protocols[name] = &protoDecl{decl: &lang.Protocol{Pos: v.Pos, Name: &lang.Name{Pos: v.NameAt, Name: name}}, src: s, schema: newObj().set("type", "object")}
-				case "tool":
-					c.brokenTools = append(c.brokenTools, name)
-				case "agent":
-					c.brokenAgents = append(c.brokenAgents, name)
-				}
+		}
+		kind := d.DeclKind()
+		name := d.DeclName()
+		if kind != "include" {
+			c.decls = append(c.decls, Decl{Kind: kind, Name: name, File: s.path, Line: d.DeclPos().Line})
+		}
+		if uc, ok := d.(*lang.UseConfig); ok && c.config == "" {
+			c.config = uc.DeclName()
+		}
+		if !c.register(d, kind, name) {
+			continue
+		}
+		switch v := d.(type) {
+		case *lang.ToolFn, *lang.LegacyTool:
+			c.tools = append(c.tools, &toolDecl{decl: v, src: s})
+		case *lang.Agent:
+			c.agents = append(c.agents, &agentDecl{decl: v, src: s})
+		case *lang.Protocol:
+			p := &protoDecl{decl: v, src: s}
+			c.protos = append(c.protos, p)
+			c.protocols[name] = p
+		case *lang.TypeDecl:
+			c.aliases[name] = &aliasDecl{decl: v}
+		case *lang.BrokenDecl:
+			// keep the name known so that references to it do not
+			// add errors to the syntax error already reported
+			switch v.Kind {
+			case "protocol":
+				c.protocols[name] = &protoDecl{decl: &lang.Protocol{Pos: v.Pos, Name: &lang.Name{Pos: v.NameAt, Name: name}}, src: s, schema: newObj().set("type", "object")}
+			case "tool":
+				c.brokenTools = append(c.brokenTools, name)
 			}
 		}
 	}
 }
 
-// uniqueKinds are the kinds whose names must be unique; anonymous forms
+// anonymousKinds are the kinds whose names need not be unique: anonymous forms
 // (spawn(…), defer …, match …) and includes are not named.
 var anonymousKinds = map[string]bool{
 	"include": true, "use_config": true, "spawn": true, "parallel": true, "race": true,
@@ -471,4 +506,18 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// maxSuggestions bounds the "did you mean" searches of one compilation:
+// each compares a name with every candidate, so a file with thousands of
+// unknown names must not make compilation quadratic.
+const maxSuggestions = 200
+
+// closest suggests the candidate nearest to name, within the budget.
+func (c *compiler) closest(name string, candidates []string) string {
+	if c.suggestions >= maxSuggestions {
+		return ""
+	}
+	c.suggestions++
+	return lang.Closest(name, candidates)
 }

@@ -513,3 +513,202 @@ agent C {
 		findDiag(t, errs, code)
 	}
 }
+
+// TestHostileInput: deep nesting, binary data and truncated programs give
+// positioned errors through the whole compiler, never a panic.
+func TestHostileInput(t *testing.T) {
+	const n = 50000
+	inputs := map[string]string{
+		"deep braces":   "agent A { x: " + strings.Repeat("{", n) + strings.Repeat("}", n) + " }",
+		"deep parens":   "@tool(\"d\") fn f() { return " + strings.Repeat("(", n) + "1" + strings.Repeat(")", n) + " }",
+		"deep brackets": "protocol P { a: " + strings.Repeat("list[", n) + "int" + strings.Repeat("]", n) + " }",
+		"deep quoted":   "protocol P { a: \"" + strings.Repeat("list[", n) + "int" + strings.Repeat("]", n) + "\" }",
+		"deep unclosed": strings.Repeat("[", n),
+		"binary":        "\x00\x01\xff\xfeagent\x00{" + strings.Repeat("\xc3\x28", 1000),
+		"truncated":     reviewNX[:len(reviewNX)/2],
+	}
+	for name, src := range inputs {
+		t.Run(name, func(t *testing.T) {
+			prog, diags := build(t, "in.nx", map[string]string{"in.nx": src})
+			if prog != nil || !diags.HasErrors() {
+				t.Fatalf("want errors, got program=%v diags=%v", prog != nil, diags)
+			}
+			d := diags.Errors()[0]
+			if d.File != "in.nx" || d.Line < 1 || d.Column < 1 || d.Message == "" {
+				t.Errorf("error without position: %+v", d)
+			}
+		})
+	}
+}
+
+// TestNativeBodies checks lowering and the constructs it refuses.
+func TestNativeBodies(t *testing.T) {
+	p := mustBuild(t, `@tool("t") fn t(q: string, n: int = 1) {
+    x = "a" + q;
+    if (n > 1) { return x } else if (n == 1) { return "one" } else { print(x) }
+    return
+}`)
+	body := p.Tool("t").Body
+	if body.Kind != BodyNative || len(body.Native) != 3 {
+		t.Fatalf("body = %+v", body)
+	}
+	b := appendJSON(nil, stmtsJSON(body.Native))
+	want := `[{"kind":"assign","name":"x","value":{"kind":"binary","op":"+","l":{"kind":"literal","value":"a"},"r":{"kind":"name","name":"q"}}},{"kind":"if","cond":{"kind":"binary","op":">","l":{"kind":"name","name":"n"},"r":{"kind":"literal","value":1}},"then":[{"kind":"return","value":{"kind":"name","name":"x"}}],"else":[{"kind":"if","cond":{"kind":"binary","op":"==","l":{"kind":"name","name":"n"},"r":{"kind":"literal","value":1}},"then":[{"kind":"return","value":{"kind":"literal","value":"one"}}],"else":[{"kind":"print","value":{"kind":"name","name":"x"}}]}]},{"kind":"return","value":null}]`
+	if string(b) != want {
+		t.Errorf("native\n got %s\nwant %s", b, want)
+	}
+	cases := []struct{ body, msg string }{
+		{`for each x in items { print(x) }`, "`for` (for loop) is not supported in a native tool body"},
+		{`while (true) { break; }`, "`while` (while loop) is not supported"},
+		{`x = len(q);`, "a function call (`len(…)`) is not supported"},
+		{`x = q[0];`, "indexing with `[…]` is not supported"},
+		{`return q ?? "x";`, "the null-coalescing operator `??` is not supported"},
+		{`return "#{q ?? 1}";`, "the interpolation `#{q ?? 1}`"},
+		{`python! """return 1"""
+    return 2`, "has a python! block, so it may contain nothing else"},
+		{`return z;`, "unknown name `z`"},
+		{`q.x = 1;`, "assignment to anything but a plain name is not supported"},
+	}
+	for _, c := range cases {
+		errs := errorsOf(t, "@tool(\"t\") fn t(q: string) {\n    "+c.body+"\n}")
+		if !strings.Contains(errs[0].Message, c.msg) {
+			t.Errorf("%s\n got %q\nwant %q", c.body, errs[0].Message, c.msg)
+		}
+		if errs[0].Line != 2 && !strings.HasPrefix(c.body, "python!") {
+			t.Errorf("%s: line %d", c.body, errs[0].Line)
+		}
+		if errs[0].Code == lang.CodeUnsupported && !strings.Contains(errs[0].Hint, "python!") {
+			t.Errorf("%s: hint %q does not suggest python!", c.body, errs[0].Hint)
+		}
+	}
+}
+
+func TestDedent(t *testing.T) {
+	cases := map[string]string{
+		"return content": "return content",
+		"\n    x = 1\n    if x:\n        y = 2\n": "x = 1\nif x:\n    y = 2",
+		"\nx = 1\nreturn x\n":                     "x = 1\nreturn x",
+		"import os\n    return os.sep\n    ":      "import os\nreturn os.sep",
+		"\n\t\tx = 1\n\n\t\treturn x\n\t":         "x = 1\n\nreturn x",
+	}
+	for in, want := range cases {
+		if got := Dedent(in); got != want {
+			t.Errorf("Dedent(%q)\n got %q\nwant %q", in, got, want)
+		}
+	}
+}
+
+// TestMoreDiagnostics covers the remaining error and warning paths.
+func TestMoreDiagnostics(t *testing.T) {
+	cases := []struct {
+		src, code, msg string
+		warning        bool
+	}{
+		{`tool t { parameters: { "q": "string" } }`, lang.CodeMissingDesc, "tool t needs a non-empty description", false},
+		{`tool t { description: "d", parameters: { "q": "strin" } }`, lang.CodeUnknownType, "unknown type `strin`", false},
+		{`tool t { description: "d", parameters: ["q"] }`, lang.CodeBadSetting, "parameters of tool t must be an object", false},
+		{`tool t { description: "d", mcp: "stdio:x", python: "a.py" }`, lang.CodeBadBody, "cannot be both an MCP server and a Python file", false},
+		{`tool t { description: "d", parmeters: {} }`, lang.CodeUnknownSetting, "unknown property `parmeters` of tool t is ignored", true},
+		{`tool t { mcp: "npm:server" }`, lang.CodeBadSetting, "neither a stdio: command nor an http(s) URL", true},
+		{`agent A uses std.fss { prompt: "p" }`, lang.CodeUnknownTool, "unknown built-in namespace `std.fss`", true},
+		{`@tool("d") fn f(x: dict[int, str]) { return "" }`, lang.CodeUnknownType, "dictionary keys must be strings", false},
+		{`@tool("d") fn f(x: Option[int, str]) { return "" }`, lang.CodeUnknownType, "Option takes one type argument, found 2", false},
+		{`@tool("d") fn f(x: int[str]) { return "" }`, lang.CodeUnknownType, "type `int` takes no type arguments", false},
+		{`@tool("d") fn f(x: "no such") { return "" }`, lang.CodeUnknownType, `"no such" is not a type`, false},
+		{`@tool("d") fn f(): Strng { return "" }`, lang.CodeUnknownType, "unknown type `Strng` in the return type of tool f", false},
+		{`@tool("d", "extra") fn f() { return "" }`, lang.CodeBadSetting, "unexpected positional argument in @tool", false},
+		{`@tool("d") @cache fn f() { return "" }`, lang.CodeBadDecorator, "unknown decorator @cache on fn f", false},
+		{`@limit(tokens=3) agent A { prompt: "p" }`, lang.CodeBadDecorator, "@limit takes one argument, max_tokens", false},
+		{`agent A { model: [1, 2] }`, lang.CodeBadSetting, "model list of agent A holds model names", false},
+		{`agent A { max_tool_calls: -1 }`, lang.CodeBadSetting, "max_tool_calls of agent A must be a whole number ≥ 0, found the number -1", false},
+		{`agent A { stream: "yes" }`, lang.CodeBadSetting, "stream of agent A must be true or false", false},
+		{`agent A { output_format: "xml" }`, lang.CodeBadSetting, "output_format of agent A must be \"json\" or \"text\"", false},
+		{`agent A { prompt: "p", prompt: "q" }`, lang.CodeDuplicate, "property `prompt` given twice in agent A", false},
+		{`agent A { promt: "p" }`, lang.CodeNoEffect, "property `promt` of agent A accepted, no effect in nexa agent", true},
+		{`agent A uses B { prompt: "p" }
+agent B { prompt: "q" }`, lang.CodeUnknownTool, "agent A uses unknown tool `B`", false},
+		{`protocol P { a: int, a: str }`, lang.CodeDuplicate, "field `a` appears twice in protocol P", false},
+		{`include "missing.nx";`, lang.CodeIncludeNotFound, `included file "missing.nx" not found`, false},
+		{`include "keys.nxs";`, lang.CodeIncludeNotFound, `included secrets file "keys.nxs" not found`, true},
+		{`protocol P { a: int }
+protocol P { b: int }`, lang.CodeDuplicate, "duplicate protocol `P`: first declared at main.nx:1:10", false},
+		{`flow main {}
+flow main {}`, lang.CodeDuplicate, "duplicate flow `main`", false},
+	}
+	for _, c := range cases {
+		_, diags := build(t, "main.nx", map[string]string{"main.nx": c.src})
+		list := diags.Errors()
+		if c.warning {
+			list = diags.Warnings()
+			if diags.HasErrors() {
+				t.Errorf("%s: unexpected errors %v", c.src, diags.Errors())
+				continue
+			}
+		}
+		found := false
+		for _, d := range list {
+			if d.Code == c.code && strings.Contains(d.Message, c.msg) {
+				found = true
+				if d.Line < 1 || d.Column < 1 {
+					t.Errorf("%s: no position: %+v", c.src, d)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s\n want %s %q, got:\n%s", c.src, c.code, c.msg, dump(diags))
+		}
+	}
+	// an agent's name in uses gets a specific hint
+	_, diags := build(t, "main.nx", map[string]string{"main.nx": "agent A uses Bee { prompt: \"p\" }\nagent Bee { prompt: \"q\" }"})
+	if d := findDiag(t, diags, lang.CodeUnknownTool); d.Hint != "Bee is an agent; uses lists tools" {
+		t.Errorf("hint = %q", d.Hint)
+	}
+}
+
+// TestTypesAndAliases: semantic types, Result and unit.
+func TestTypesAndAliases(t *testing.T) {
+	p := mustBuild(t, `type Email = str @ "a valid address"
+type Emails = list[Email]
+protocol R { ok: Result[str, int], nothing: unit }
+@tool("d") fn f(to: Emails, r: R): string { return "" }`)
+	raw := string(p.Tool("f").Parameters)
+	for _, want := range []string{
+		`"to":{"type":"array","items":{"type":"string","description":"a valid address"},"description":"Parameter to"}`,
+		`"ok":{"anyOf":[{"type":"string"},{"type":"integer"}]}`,
+		`"nothing":{"type":"null"}`,
+	} {
+		if !strings.Contains(raw, want) {
+			t.Errorf("missing %s in\n%s", want, raw)
+		}
+	}
+	errs := errorsOf(t, "type A = B\ntype B = A\n@tool(\"d\") fn f(x: A) { return \"\" }")
+	findDiag(t, errs, lang.CodeUnknownType)
+}
+
+// TestStringsEndToEnd: the escape rule as a user sees it in the IR.
+func TestStringsEndToEnd(t *testing.T) {
+	p := mustBuild(t, `agent A {
+    role: "a \"careful\" reviewer",
+    prompt: "Line one\nstill line one",
+    model: """raw \n model"""
+}`)
+	a := p.Agent("A")
+	if a.Role != `a "careful" reviewer` || a.Prompt != `Line one\nstill line one` || a.Model != `raw \n model` {
+		t.Errorf("role=%q prompt=%q model=%q", a.Role, a.Prompt, a.Model)
+	}
+}
+
+// TestNativeEncodingsAgree: the streaming encoder used for the hash writes
+// exactly the JSON form of the statements.
+func TestNativeEncodingsAgree(t *testing.T) {
+	p := mustBuild(t, `@tool("t") fn t(q: string, n: int = 1) {
+    x = "a #{q} b" + n;
+    if (!(n > 1) && q != "z") { return x } else if (n == 1) { print(-n) } else { return null }
+    y = q.first.second;
+    return "#{x}";
+}`)
+	body := p.Tool("t").Body.Native
+	if got, want := string(appendStmts(nil, body)), string(appendJSON(nil, stmtsJSON(body))); got != want {
+		t.Errorf("streaming\n %s\nobjects\n %s", got, want)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 )
 
@@ -12,118 +11,143 @@ import (
 // old hash never matches a new encoding by accident.
 const hashVersion = "nexa-ir-1"
 
-// canonical is the encoding of the IR that the hash covers. Struct fields
-// encode in declaration order and maps with sorted keys, so the bytes are
-// stable. File paths are left out (they depend on the machine and on how
-// the file was named); files are identified by their position in the
-// program's file order.
-type canonical struct {
-	Version   string          `json:"version"`
-	Config    string          `json:"active_config"`
-	Tools     []canonTool     `json:"tools"`
-	Agents    []canonAgent    `json:"agents"`
-	Protocols []canonProtocol `json:"protocols"`
-	Decls     []canonDecl     `json:"declarations"`
-}
-
-type canonTool struct {
-	Name             string          `json:"name"`
-	Description      string          `json:"description"`
-	Parameters       json.RawMessage `json:"parameters"`
-	Returns          string          `json:"returns"`
-	Risk             string          `json:"risk_level"`
-	RequiresApproval bool            `json:"requires_approval"`
-	Sandbox          bool            `json:"sandbox"`
-	Timeout          int             `json:"timeout"`
-	Idempotent       bool            `json:"idempotent"`
-	Category         string          `json:"category"`
-	Body             canonBody       `json:"body"`
-}
-
-type canonBody struct {
-	Kind       BodyKind `json:"kind"`
-	Python     string   `json:"python"`
-	PythonFile string   `json:"python_file"`
-	MCP        string   `json:"mcp"`
-	Native     []Stmt   `json:"native"`
-}
-
-type canonAgent struct {
-	Name             string         `json:"name"`
-	Prompt           string         `json:"prompt"`
-	Role             string         `json:"role"`
-	Model            string         `json:"model"`
-	ModelFallbacks   []string       `json:"model_fallbacks"`
-	Tools            []string       `json:"tools"`
-	ImplicitTools    bool           `json:"implicit_tools"`
-	Uses             []Use          `json:"uses"`
-	Implements       string         `json:"implements"`
-	Returns          string         `json:"returns"`
-	MaxToolCalls     int            `json:"max_tool_calls"`
-	ToolCallStrategy string         `json:"tool_call_strategy"`
-	Timeout          int            `json:"timeout"`
-	Retry            int            `json:"retry"`
-	Temperature      *float64       `json:"temperature"`
-	MaxTokens        int            `json:"max_tokens"`
-	OutputFormat     string         `json:"output_format"`
-	Stream           *bool          `json:"stream"`
-	Properties       map[string]any `json:"properties"`
-	Requires         []string       `json:"requires"`
-	Ensures          []string       `json:"ensures"`
-}
-
-type canonProtocol struct {
-	Name   string          `json:"name"`
-	Schema json.RawMessage `json:"schema"`
-}
-
-type canonDecl struct {
-	Kind string `json:"kind"`
-	Name string `json:"name"`
-	File int    `json:"file"`
-	Line int    `json:"line"`
-}
-
 // CanonicalIR returns the canonical encoding of the program's IR that the
-// hash covers (without the source bytes). Tests and tools use it to see
-// what the hash depends on.
+// hash covers (without the source bytes): JSON with a fixed key order,
+// written directly (it runs on every compile). File paths are left out
+// (they depend on the machine and on how the file was named); declarations
+// name their file by its index in Files. Tests and tools use it to see what
+// the hash depends on.
 func CanonicalIR(p *Program) ([]byte, error) {
 	fileIdx := map[string]int{}
 	for i, f := range p.Files {
 		fileIdx[f] = i
 	}
-	c := canonical{Version: hashVersion, Config: p.ActiveConfig,
-		Tools: []canonTool{}, Agents: []canonAgent{}, Protocols: []canonProtocol{}, Decls: []canonDecl{}}
-	for _, t := range p.Tools {
-		c.Tools = append(c.Tools, canonTool{
-			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Returns: t.Returns,
-			Risk: t.Risk, RequiresApproval: t.RequiresApproval, Sandbox: t.Sandbox, Timeout: t.Timeout,
-			Idempotent: t.Idempotent, Category: t.Category,
-			Body: canonBody{Kind: t.Body.Kind, Python: t.Body.Python, PythonFile: relToMain(p, t.Body.PythonFile),
-				MCP: t.Body.MCP, Native: t.Body.Native},
-		})
+	w := &jw{b: make([]byte, 0, 1<<16)}
+	w.open()
+	w.field("version", hashVersion)
+	w.field("active_config", p.ActiveConfig)
+	w.key("tools")
+	w.b = append(w.b, '[')
+	for i, t := range p.Tools {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.open()
+		w.field("name", t.Name)
+		w.field("description", t.Description)
+		w.field("parameters", t.Parameters)
+		w.field("returns", t.Returns)
+		w.field("risk_level", t.Risk)
+		w.field("requires_approval", t.RequiresApproval)
+		w.field("sandbox", t.Sandbox)
+		w.field("timeout", t.Timeout)
+		w.field("idempotent", t.Idempotent)
+		w.field("category", t.Category)
+		w.key("body")
+		w.open()
+		w.field("kind", string(t.Body.Kind))
+		w.field("python", t.Body.Python)
+		w.field("python_file", relToMain(p, t.Body.PythonFile))
+		w.field("mcp", t.Body.MCP)
+		w.key("native")
+		w.b = appendStmts(w.b, t.Body.Native)
+		w.close()
+		w.close()
 	}
-	for _, a := range p.Agents {
-		c.Agents = append(c.Agents, canonAgent{
-			Name: a.Name, Prompt: a.Prompt, Role: a.Role, Model: a.Model, ModelFallbacks: a.ModelFallbacks,
-			Tools: a.Tools, ImplicitTools: a.ImplicitTools, Uses: a.Uses, Implements: a.Implements,
-			Returns: a.Returns, MaxToolCalls: a.MaxToolCalls, ToolCallStrategy: a.ToolCallStrategy,
-			Timeout: a.Timeout, Retry: a.Retry, Temperature: a.Temperature, MaxTokens: a.MaxTokens,
-			OutputFormat: a.OutputFormat, Stream: a.Stream, Properties: a.Properties,
-			Requires: a.Requires, Ensures: a.Ensures,
-		})
+	w.b = append(w.b, ']')
+	w.key("agents")
+	w.b = append(w.b, '[')
+	for i, a := range p.Agents {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		uses := make([]any, len(a.Uses))
+		for j, u := range a.Uses {
+			uses[j] = newObj().set("kind", string(u.Kind)).set("name", u.Name)
+		}
+		w.open()
+		w.field("name", a.Name)
+		w.field("prompt", a.Prompt)
+		w.field("role", a.Role)
+		w.field("model", a.Model)
+		w.field("model_fallbacks", a.ModelFallbacks)
+		w.field("tools", a.Tools)
+		w.field("implicit_tools", a.ImplicitTools)
+		w.field("uses", uses)
+		w.field("implements", a.Implements)
+		w.field("returns", a.Returns)
+		w.field("max_tool_calls", a.MaxToolCalls)
+		w.field("tool_call_strategy", a.ToolCallStrategy)
+		w.field("timeout", a.Timeout)
+		w.field("retry", a.Retry)
+		w.field("temperature", a.Temperature)
+		w.field("max_tokens", a.MaxTokens)
+		w.field("output_format", a.OutputFormat)
+		w.field("stream", a.Stream)
+		w.field("properties", a.Properties)
+		w.field("requires", a.Requires)
+		w.field("ensures", a.Ensures)
+		w.close()
 	}
-	for _, pr := range p.Protocols {
-		c.Protocols = append(c.Protocols, canonProtocol{Name: pr.Name, Schema: pr.Schema})
+	w.b = append(w.b, ']')
+	w.key("protocols")
+	w.b = append(w.b, '[')
+	for i, pr := range p.Protocols {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.open()
+		w.field("name", pr.Name)
+		w.field("schema", pr.Schema)
+		w.close()
 	}
-	for _, d := range p.Decls {
-		c.Decls = append(c.Decls, canonDecl{Kind: d.Kind, Name: d.Name, File: fileIdx[d.File], Line: d.Line})
+	w.b = append(w.b, ']')
+	w.key("declarations")
+	w.b = append(w.b, '[')
+	for i, d := range p.Decls {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.open()
+		w.field("kind", d.Kind)
+		w.field("name", d.Name)
+		w.field("file", fileIdx[d.File])
+		w.field("line", d.Line)
+		w.close()
 	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil, fmt.Errorf("encode canonical IR: %w", err)
+	w.b = append(w.b, ']')
+	w.close()
+	return w.b, nil
+}
+
+// jw writes a JSON object field by field.
+type jw struct {
+	b     []byte
+	fresh bool // no field written yet in the current object
+}
+
+func (w *jw) open() {
+	w.b = append(w.b, '{')
+	w.fresh = true
+}
+
+func (w *jw) close() {
+	w.b = append(w.b, '}')
+	w.fresh = false
+}
+
+func (w *jw) key(k string) {
+	if !w.fresh {
+		w.b = append(w.b, ',')
 	}
-	return b, nil
+	w.fresh = false
+	w.b = appendString(w.b, k)
+	w.b = append(w.b, ':')
+}
+
+func (w *jw) field(k string, v any) {
+	w.key(k)
+	w.b = appendJSON(w.b, v)
 }
 
 // relToMain makes a path relative to the main file's directory when it is

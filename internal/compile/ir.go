@@ -66,10 +66,13 @@ type Body struct {
 	Kind BodyKind
 	// Python is the dedented text of a python! body.
 	Python string
-	// PythonFile is the path (resolved against the declaring file) of a
-	// legacy `python: "file.py"` tool, whose function Name implements it.
+	// PythonFile is the path (resolved against the declaring file, and
+	// absolute when compiled from disk) of a legacy `python: "file.py"`
+	// tool, whose function Name implements it.
 	PythonFile string
-	// MCP is the server spec of an MCP tool.
+	// MCP is the server spec of an MCP tool (`tool NAME { mcp: "…" }`): the
+	// tool stands for the server, whose own tools the runtime lists; its
+	// Parameters are an empty object schema.
 	MCP string
 	// Native holds the lowered statements of a native body.
 	Native []Stmt

@@ -139,7 +139,7 @@ func (l *lowerer) unknownName(pos lang.Position, name string) {
 		cands = append(cands, n)
 	}
 	hint := "only the tool's parameters and names assigned earlier in the body can be read"
-	if best := lang.Closest(name, cands); best != "" {
+	if best := l.c.closest(name, cands); best != "" {
 		hint = fmt.Sprintf("did you mean `%s`?", best)
 	}
 	l.c.errorAt(pos, lang.CodeUnknownName, hint, "unknown name `%s` in the body of tool %s", name, l.tool)
@@ -222,13 +222,22 @@ func (l *lowerer) unary(u *lang.Unary) Expr {
 }
 
 func (l *lowerer) postfix(p *lang.Postfix) Expr {
+	// a call is reported as such, not as an unknown function name
+	for _, s := range p.Suffixes {
+		if s.Call != nil {
+			what := "a function call"
+			if p.Primary != nil && p.Primary.Name != nil {
+				what = fmt.Sprintf("a function call (`%s(…)`)", *p.Primary.Name)
+			}
+			l.unsupported(p.Pos, what)
+			return &Literal{}
+		}
+	}
 	x := l.primary(p.Primary)
 	for _, s := range p.Suffixes {
 		switch {
 		case s.Member != nil:
 			x = &Member{X: x, Name: *s.Member}
-		case s.Call != nil:
-			l.unsupported(s.Pos, "a function call")
 		case s.Index != nil:
 			l.unsupported(s.Pos, "indexing with `[…]`")
 		}

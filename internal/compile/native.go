@@ -1,9 +1,5 @@
 package compile
 
-import (
-	"encoding/json"
-)
-
 // Stmt is one lowered statement of a native tool body: *ReturnStmt,
 // *PrintStmt, *AssignStmt or *IfStmt. The set is closed (the unexported
 // method) so that an executor can switch over it exhaustively.
@@ -122,96 +118,168 @@ func (*Binary) expr()  {}
 // The JSON forms carry a "kind" so that the canonical encoding of a body is
 // unambiguous (it is part of the program hash) and readable in tests.
 
-// MarshalJSON implements json.Marshaler.
-func (s *ReturnStmt) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Kind  string `json:"kind"`
-		Value Expr   `json:"value"`
-	}{"return", s.Value})
-}
-
-// MarshalJSON implements json.Marshaler.
-func (s *PrintStmt) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Kind  string `json:"kind"`
-		Value Expr   `json:"value"`
-	}{"print", s.Value})
-}
-
-// MarshalJSON implements json.Marshaler.
-func (s *AssignStmt) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Kind  string `json:"kind"`
-		Name  string `json:"name"`
-		Value Expr   `json:"value"`
-	}{"assign", s.Name, s.Value})
-}
-
-// MarshalJSON implements json.Marshaler.
-func (s *IfStmt) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Kind string `json:"kind"`
-		Cond Expr   `json:"cond"`
-		Then []Stmt `json:"then"`
-		Else []Stmt `json:"else"`
-	}{"if", s.Cond, nonNilStmts(s.Then), nonNilStmts(s.Else)})
-}
-
-func nonNilStmts(s []Stmt) []Stmt {
-	if s == nil {
-		return []Stmt{}
+// appendStmts writes statements in their JSON form (the same bytes as
+// nodeObj would give, without building the objects: it runs for every
+// native body on every compile, for the hash).
+func appendStmts(b []byte, ss []Stmt) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendNode(b, s)
 	}
-	return s
+	return append(b, ']')
+}
+
+func appendExpr(b []byte, e Expr) []byte {
+	if e == nil {
+		return append(b, "null"...)
+	}
+	return appendNode(b, e)
+}
+
+func appendNode(b []byte, n any) []byte {
+	switch x := n.(type) {
+	case *ReturnStmt:
+		b = append(b, `{"kind":"return","value":`...)
+		b = appendExpr(b, x.Value)
+	case *PrintStmt:
+		b = append(b, `{"kind":"print","value":`...)
+		b = appendExpr(b, x.Value)
+	case *AssignStmt:
+		b = append(b, `{"kind":"assign","name":`...)
+		b = appendString(b, x.Name)
+		b = append(b, `,"value":`...)
+		b = appendExpr(b, x.Value)
+	case *IfStmt:
+		b = append(b, `{"kind":"if","cond":`...)
+		b = appendExpr(b, x.Cond)
+		b = append(b, `,"then":`...)
+		b = appendStmts(b, x.Then)
+		b = append(b, `,"else":`...)
+		b = appendStmts(b, x.Else)
+	case *Literal:
+		b = append(b, `{"kind":"literal","value":`...)
+		b = appendJSON(b, x.Value)
+	case *Interp:
+		b = append(b, `{"kind":"interp","parts":[`...)
+		for i, p := range x.Parts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if p.Expr != nil {
+				b = append(b, `{"expr":`...)
+				b = appendExpr(b, p.Expr)
+			} else {
+				b = append(b, `{"text":`...)
+				b = appendString(b, p.Text)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	case *Name:
+		b = append(b, `{"kind":"name","name":`...)
+		b = appendString(b, x.Name)
+	case *Member:
+		b = append(b, `{"kind":"member","x":`...)
+		b = appendExpr(b, x.X)
+		b = append(b, `,"name":`...)
+		b = appendString(b, x.Name)
+	case *Unary:
+		b = append(b, `{"kind":"unary","op":`...)
+		b = appendString(b, x.Op)
+		b = append(b, `,"x":`...)
+		b = appendExpr(b, x.X)
+	case *Binary:
+		b = append(b, `{"kind":"binary","op":`...)
+		b = appendString(b, x.Op)
+		b = append(b, `,"l":`...)
+		b = appendExpr(b, x.L)
+		b = append(b, `,"r":`...)
+		b = appendExpr(b, x.R)
+	default:
+		return append(b, "{}"...)
+	}
+	return append(b, '}')
+}
+
+// nodeObj returns the JSON object form of a statement or expression.
+func nodeObj(n any) *obj {
+	switch x := n.(type) {
+	case *ReturnStmt:
+		return newObj().set("kind", "return").set("value", exprJSON(x.Value))
+	case *PrintStmt:
+		return newObj().set("kind", "print").set("value", exprJSON(x.Value))
+	case *AssignStmt:
+		return newObj().set("kind", "assign").set("name", x.Name).set("value", exprJSON(x.Value))
+	case *IfStmt:
+		return newObj().set("kind", "if").set("cond", exprJSON(x.Cond)).set("then", stmtsJSON(x.Then)).set("else", stmtsJSON(x.Else))
+	case *Literal:
+		return newObj().set("kind", "literal").set("value", x.Value)
+	case *Interp:
+		parts := make([]any, len(x.Parts))
+		for i, p := range x.Parts {
+			if p.Expr != nil {
+				parts[i] = newObj().set("expr", exprJSON(p.Expr))
+			} else {
+				parts[i] = newObj().set("text", p.Text)
+			}
+		}
+		return newObj().set("kind", "interp").set("parts", parts)
+	case *Name:
+		return newObj().set("kind", "name").set("name", x.Name)
+	case *Member:
+		return newObj().set("kind", "member").set("x", exprJSON(x.X)).set("name", x.Name)
+	case *Unary:
+		return newObj().set("kind", "unary").set("op", x.Op).set("x", exprJSON(x.X))
+	case *Binary:
+		return newObj().set("kind", "binary").set("op", x.Op).set("l", exprJSON(x.L)).set("r", exprJSON(x.R))
+	}
+	return newObj()
+}
+
+func exprJSON(e Expr) any {
+	if e == nil {
+		return nil
+	}
+	return nodeObj(e)
+}
+
+func stmtsJSON(ss []Stmt) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = nodeObj(s)
+	}
+	return out
 }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Literal) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Kind  string `json:"kind"`
-		Value any    `json:"value"`
-	}{"literal", e.Value})
-}
+func (s *ReturnStmt) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(s)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Interp) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Kind  string       `json:"kind"`
-		Parts []InterpPart `json:"parts"`
-	}{"interp", e.Parts})
-}
+func (s *PrintStmt) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(s)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Name) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Kind string `json:"kind"`
-		Name string `json:"name"`
-	}{"name", e.Name})
-}
+func (s *AssignStmt) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(s)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Member) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Kind string `json:"kind"`
-		X    Expr   `json:"x"`
-		Name string `json:"name"`
-	}{"member", e.X, e.Name})
-}
+func (s *IfStmt) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(s)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Unary) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Kind string `json:"kind"`
-		Op   string `json:"op"`
-		X    Expr   `json:"x"`
-	}{"unary", e.Op, e.X})
-}
+func (e *Literal) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(e)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Binary) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Kind string `json:"kind"`
-		Op   string `json:"op"`
-		L    Expr   `json:"l"`
-		R    Expr   `json:"r"`
-	}{"binary", e.Op, e.L, e.R})
-}
+func (e *Interp) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(e)), nil }
+
+// MarshalJSON implements json.Marshaler.
+func (e *Name) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(e)), nil }
+
+// MarshalJSON implements json.Marshaler.
+func (e *Member) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(e)), nil }
+
+// MarshalJSON implements json.Marshaler.
+func (e *Unary) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(e)), nil }
+
+// MarshalJSON implements json.Marshaler.
+func (e *Binary) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(e)), nil }

@@ -1,7 +1,6 @@
 package compile
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -12,57 +11,43 @@ import (
 
 // obj is a JSON object that keeps its keys in insertion order, so that
 // generated schemas read in a natural order (type first, properties in
-// declaration order) and encode the same bytes on every run.
+// declaration order) and encode the same bytes on every run. Objects are
+// small, so a slice with linear lookup beats a map.
 type obj struct {
 	keys []string
-	vals map[string]any
+	vals []any
 }
 
-func newObj() *obj { return &obj{vals: map[string]any{}} }
+func newObj() *obj { return &obj{} }
 
 func (o *obj) set(k string, v any) *obj {
-	if _, ok := o.vals[k]; !ok {
-		o.keys = append(o.keys, k)
+	for i, key := range o.keys {
+		if key == k {
+			o.vals[i] = v
+			return o
+		}
 	}
-	o.vals[k] = v
+	o.keys = append(o.keys, k)
+	o.vals = append(o.vals, v)
 	return o
 }
 
 func (o *obj) get(k string) (any, bool) {
-	v, ok := o.vals[k]
-	return v, ok
+	for i, key := range o.keys {
+		if key == k {
+			return o.vals[i], true
+		}
+	}
+	return nil, false
 }
 
 func (o *obj) clone() *obj {
-	c := newObj()
-	for _, k := range o.keys {
-		c.set(k, o.vals[k])
-	}
-	return c
+	return &obj{keys: append([]string(nil), o.keys...), vals: append([]any(nil), o.vals...)}
 }
 
 // MarshalJSON encodes the keys in insertion order.
 func (o *obj) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, k := range o.keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		kb, err := json.Marshal(k)
-		if err != nil {
-			return nil, fmt.Errorf("encode key %q: %w", k, err)
-		}
-		b.Write(kb)
-		b.WriteByte(':')
-		vb, err := json.Marshal(o.vals[k])
-		if err != nil {
-			return nil, fmt.Errorf("encode %q: %w", k, err)
-		}
-		b.Write(vb)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return appendJSON(nil, o), nil
 }
 
 // typeInfo is a resolved type: its schema and whether null is allowed.
@@ -83,7 +68,7 @@ var builtinTypes = map[string]string{
 
 // typeNames lists every type name a program may use, for suggestions.
 func (c *compiler) typeNames() []string {
-	names := []string{"string", "str", "int", "float", "number", "bool", "boolean", "list", "dict", "Option"}
+	names := []string{"string", "str", "int", "float", "number", "bool", "boolean", "list", "dict", "Option", "Result"}
 	for n := range c.protocols {
 		names = append(names, n)
 	}
@@ -174,6 +159,18 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx string) typeInfo {
 		default:
 			c.errorAt(pos, lang.CodeUnknownType, "write dict or dict[K, V]", "dict takes two type arguments, found %d", len(args))
 		}
+	case "Result":
+		// Result[T, E] (2.x): the value is either a T or an E
+		if len(args) != 2 {
+			c.errorAt(pos, lang.CodeUnknownType, "write Result[T, E]", "Result takes two type arguments, found %d", len(args))
+			ti.schema = newObj().set("type", "string")
+			break
+		}
+		ok := c.resolveType(args[0], ctx)
+		bad := c.resolveType(args[1], ctx)
+		ti.schema = newObj().set("anyOf", []any{nullable(ok), nullable(bad)})
+	case "unit":
+		ti.schema = newObj().set("type", "null")
 	case "Option", "Optional":
 		if len(args) != 1 {
 			c.errorAt(pos, lang.CodeUnknownType, "write Option[T]", "%s takes one type argument, found %d", name, len(args))
@@ -189,14 +186,21 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx string) typeInfo {
 			ti = c.aliasType(a, pos, ctx)
 		} else {
 			hint := "types are string, int, float, bool, list[T], dict[K, V], T?, A | B, or a protocol name"
-			if best := lang.Closest(name, c.typeNames()); best != "" {
+			if best := c.closest(name, c.typeNames()); best != "" {
 				hint = fmt.Sprintf("did you mean `%s`?", best)
 			}
 			c.errorAt(pos, lang.CodeUnknownType, hint, "unknown type `%s` in %s", name, ctx)
 			ti.schema = newObj().set("type", "string")
 		}
 		if len(args) > 0 {
-			c.errorAt(pos, lang.CodeUnknownType, "only list, dict and Option take type arguments",
+			c.errorAt(pos, lang.CodeUnknownType, "only list, dict, Option and Result take type arguments",
+				"type `%s` takes no type arguments", name)
+		}
+	}
+	switch name {
+	case "string", "str", "int", "integer", "float", "number", "bool", "boolean", "any", "unit":
+		if len(args) > 0 {
+			c.errorAt(pos, lang.CodeUnknownType, "only list, dict, Option and Result take type arguments",
 				"type `%s` takes no type arguments", name)
 		}
 	}
@@ -397,8 +401,8 @@ func describeValue(v *lang.Value) string {
 		return "the number " + numberText(v.Number)
 	case v.Str != nil:
 		s := v.Str.Value()
-		if len(s) > 40 {
-			s = s[:37] + "…"
+		if r := []rune(s); len(r) > 40 {
+			s = string(r[:37]) + "…"
 		}
 		return fmt.Sprintf("the string %q", s)
 	case v.Bool != nil:
@@ -422,12 +426,7 @@ func numberText(n *lang.NumberLit) string {
 
 // compactJSON encodes v without spaces.
 func compactJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		// only obj/[]any/map/primitive values are encoded here
-		return json.RawMessage(`{}`)
-	}
-	return b
+	return appendJSON(make([]byte, 0, 256), v)
 }
 
 func joinNames(names []string) string {

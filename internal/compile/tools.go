@@ -41,7 +41,7 @@ func (c *compiler) compileToolFn(fn *lang.ToolFn, src *source) *Tool {
 			continue
 		}
 		hint := "a function takes only @tool(\"description\", settings…)"
-		if best := lang.Closest(d.Name, []string{"tool"}); best != "" {
+		if best := c.closest(d.Name, []string{"tool"}); best != "" {
 			hint = "did you mean `@tool`?"
 		}
 		c.errorAt(d.Pos, lang.CodeBadDecorator, hint, "unknown decorator @%s on fn %s", d.Name, name)
@@ -81,6 +81,10 @@ func (c *compiler) compileToolFn(fn *lang.ToolFn, src *source) *Tool {
 		desc := "Parameter " + p.Name
 		if p.Doc != "" {
 			desc = p.Doc
+		}
+		if constraint, ok := ps.get("description"); ok {
+			// a semantic type's constraint (type Email = str @ "…")
+			desc += " (" + fmt.Sprint(constraint) + ")"
 		}
 		ps.set("description", desc)
 		optional := ti.optional
@@ -141,7 +145,7 @@ func (c *compiler) toolSetting(tool *Tool, key string, v *lang.Value, pos lang.P
 		s, ok := wordValue(v)
 		if !ok || !contains(riskLevels, s) {
 			hint := "risk_level is one of low, medium, high, critical"
-			if best := lang.Closest(s, riskLevels); ok && best != "" {
+			if best := c.closest(s, riskLevels); ok && best != "" {
 				hint = fmt.Sprintf("did you mean %q?", best)
 			}
 			c.errorAt(v.Pos, lang.CodeBadSetting, hint, "risk_level of tool %s must be low, medium, high or critical, found %s", tool.Name, describeValue(v))
@@ -180,7 +184,7 @@ func (c *compiler) toolSetting(tool *Tool, key string, v *lang.Value, pos lang.P
 		tool.Category = s
 	default:
 		hint := "known settings: " + strings.Join(toolSettings, ", ")
-		if best := lang.Closest(key, toolSettings); best != "" {
+		if best := c.closest(key, toolSettings); best != "" {
 			hint = fmt.Sprintf("did you mean `%s`?", best)
 		}
 		c.warnAt(pos, lang.CodeUnknownSetting, hint, "unknown setting `%s` of tool %s is ignored", key, tool.Name)
@@ -450,7 +454,7 @@ func (c *compiler) compileLegacyTool(lt *lang.LegacyTool, src *source) *Tool {
 		k := p.Key.Name()
 		if !contains(legacyKeys, k) {
 			hint := "a tool block has description, parameters, mcp or python"
-			if best := lang.Closest(k, legacyKeys); best != "" {
+			if best := c.closest(k, legacyKeys); best != "" {
 				hint = fmt.Sprintf("did you mean `%s`?", best)
 			}
 			c.warnAt(p.Pos, lang.CodeUnknownSetting, hint, "unknown property `%s` of tool %s is ignored", k, name)
@@ -488,6 +492,13 @@ func (c *compiler) compileLegacyTool(lt *lang.LegacyTool, src *source) *Tool {
 		resolved := file
 		if !filepath.IsAbs(file) {
 			resolved = filepath.Join(filepath.Dir(src.path), file)
+			if c.opts.ReadFile == nil {
+				// the runtime runs tools in the run's working directory,
+				// so the IR names the file absolutely
+				if abs, err := filepath.Abs(resolved); err == nil {
+					resolved = abs
+				}
+			}
 		}
 		if data, err := c.opts.read(resolved); err != nil {
 			c.warnAt(py.Value.Pos, lang.CodeIncludeNotFound, "nexa agent will fail when the model calls this tool",
@@ -518,6 +529,8 @@ func (c *compiler) checkMCPSpec(pos lang.Position, spec string) {
 	case strings.HasPrefix(s, "stdio:") && strings.TrimSpace(strings.TrimPrefix(s, "stdio:")) != "":
 		return
 	}
-	c.errorAt(pos, lang.CodeBadSetting, `write "stdio:COMMAND ARGS…" or an http:// / https:// URL`,
-		"MCP server %q is neither a stdio: command nor an http(s) URL", spec)
+	// 2.x accepted any text here; keep such programs valid, but say that
+	// nexa agent cannot start this server (its tools then fail when used).
+	c.warnAt(pos, lang.CodeBadSetting, `write "stdio:COMMAND ARGS…" or an http:// / https:// URL`,
+		"MCP server %q is neither a stdio: command nor an http(s) URL; nexa agent cannot start it", spec)
 }

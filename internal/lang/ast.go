@@ -123,18 +123,18 @@ func (k *Key) Name() string {
 }
 
 // Decorator is `@name(args)`, such as @tool("…", risk_level: "high") or
-// @limit(max_tokens=2000).
+// @limit(max_tokens=2000). Parsed by hand (participle.Parseable).
 type Decorator struct {
 	Pos  lexer.Position
-	Name string `parser:"'@' @Ident"`
-	Args []*Arg `parser:"( '(' ( @@ ( ',' @@? )* )? ')' )?"`
+	Name string
+	Args []*Arg
 }
 
 // Arg is a decorator argument, positional or named with `:` or `=`.
 type Arg struct {
 	Pos   lexer.Position
-	First *Value `parser:"@@"`
-	Named *Value `parser:"( ( ':' | '=' ) @@ )?"`
+	First *Value
+	Named *Value
 	// Name and Value are filled after parsing: Name is set for `name: v`
 	// and `name=v` (when the name is not a plain word, NameErr is set).
 	Name    string
@@ -221,144 +221,145 @@ type ToolFn struct {
 
 // Param is one tool parameter. Type is nil when the source leaves it out
 // (an error for the compiler, accepted by the parser so that the message can
-// say so). Doc is the text of an adjacent comment.
+// say so). Doc is the text of an adjacent comment. Parsed by hand.
 type Param struct {
 	Pos     lexer.Position
-	Name    string    `parser:"@Ident"`
-	Type    *TypeExpr `parser:"( ':' @@ )?"`
-	Default *Value    `parser:"( '=' @@ )?"`
+	Name    string
+	Type    *TypeExpr
+	Default *Value
 	Doc     string
 }
 
-// Block is `{ statements }`.
+// Block is `{ statements }`. Blocks and their statements are parsed by
+// hand (participle.Parseable).
 type Block struct {
 	Pos    lexer.Position
-	Stmts  []*Stmt `parser:"'{' @@*"`
+	Stmts  []*Stmt
 	EndPos lexer.Position
-	Close  string `parser:"@'}'"`
 }
 
 // Stmt is one statement of a tool body; exactly one field is set.
 type Stmt struct {
 	Pos    lexer.Position
-	Python *PythonStmt `parser:"( @@"`
-	Return *ReturnStmt `parser:"| @@"`
-	Print  *PrintStmt  `parser:"| @@"`
-	If     *IfStmt     `parser:"| @@"`
-	Other  *OtherStmt  `parser:"| @@"`
-	Expr   *ExprStmt   `parser:"| @@ ) ';'*"`
+	Python *PythonStmt
+	Return *ReturnStmt
+	Print  *PrintStmt
+	If     *IfStmt
+	Other  *OtherStmt
+	Expr   *ExprStmt
 }
 
 // PythonStmt is `python! """…"""` (the lexer reads `python!` as one token).
 type PythonStmt struct {
 	Pos  lexer.Position
-	Code *StringLit `parser:"'python!' @@"`
+	Code *StringLit
 }
 
 // ExprStmt is an expression statement or an assignment `target = EXPR`
 // (also `+=`, `-=`); the compiler checks that the target is a name.
 type ExprStmt struct {
 	Pos   lexer.Position
-	X     *Expr  `parser:"@@"`
-	Op    string `parser:"( @( '=' | '+=' | '-=' )"`
-	Value *Expr  `parser:"  @@ )?"`
+	X     *Expr
+	Op    string
+	Value *Expr
 }
 
 // ReturnStmt is `return EXPR` (the value may be left out).
 type ReturnStmt struct {
 	Pos   lexer.Position
-	Value *Expr `parser:"'return' @@?"`
+	Value *Expr
 }
 
 // PrintStmt is `print(EXPR)` or `print EXPR`.
 type PrintStmt struct {
 	Pos   lexer.Position
-	Value *Expr `parser:"'print' @@"`
+	Value *Expr
 }
 
 // IfStmt is `if (COND) { … } else if (COND) { … } else { … }`. The arms
 // after the first are a flat list (no recursion however long the chain).
 type IfStmt struct {
 	Pos  lexer.Position
-	Cond *Expr      `parser:"'if' @@"`
-	Then *Block     `parser:"@@"`
-	Arms []*ElseArm `parser:"@@*"`
+	Cond *Expr
+	Then *Block
+	Arms []*ElseArm
 }
 
 // ElseArm is `else if (COND) { … }` (Cond set) or `else { … }`.
 type ElseArm struct {
 	Pos  lexer.Position
-	Cond *Expr  `parser:"'else' ( 'if' @@ )?"`
-	Then *Block `parser:"@@"`
+	Cond *Expr
+	Then *Block
 }
 
 // Expr is a flat chain of operands and binary operators; the compiler
-// applies precedence when it lowers it.
+// applies precedence when it lowers it. Expressions are parsed by hand
+// (Expr implements participle.Parseable), like values.
 type Expr struct {
 	Pos  lexer.Position
-	Left *Unary   `parser:"@@"`
-	Ops  []*BinOp `parser:"@@*"`
+	Left *Unary
+	Ops  []*BinOp
 }
 
 // BinOp is one operator and its right operand.
 type BinOp struct {
 	Pos   lexer.Position
-	Op    string `parser:"@( '==' | '!=' | '<=' | '>=' | '<' | '>' | '+' | '-' | '*' | '/' | '%' | '&&' | '||' | 'and' | 'or' | '??' | '|>>' | '&>>' | '>>' | '|>' | '||' )"`
-	Right *Unary `parser:"@@"`
+	Op    string
+	Right *Unary
 }
 
 // Unary is an operand with prefix operators.
 type Unary struct {
 	Pos lexer.Position
-	Ops []string `parser:"@( '-' | '!' | 'not' )*"`
-	X   *Postfix `parser:"@@"`
+	Ops []string
+	X   *Postfix
 }
 
 // Postfix is a primary expression followed by member accesses, calls and
 // indexing.
 type Postfix struct {
 	Pos      lexer.Position
-	Primary  *Primary  `parser:"@@"`
-	Suffixes []*Suffix `parser:"@@*"`
+	Primary  *Primary
+	Suffixes []*Suffix
 }
 
 // Suffix is `.name`, `(args)` or `[index]`.
 type Suffix struct {
 	Pos    lexer.Position
-	Member *string   `parser:"  '.' @Ident"`
-	Call   *CallArgs `parser:"| @@"`
-	Index  *Expr     `parser:"| '[' @@ ']'"`
+	Member *string
+	Call   *CallArgs
+	Index  *Expr
 }
 
 // CallArgs are the arguments of a call.
 type CallArgs struct {
 	Pos  lexer.Position
-	Args []*CallArg `parser:"'(' ( @@ ( ',' @@? )* )? ')'"`
+	Args []*CallArg
 }
 
 // CallArg is one call argument, positional or named (`name = v`).
 type CallArg struct {
 	Pos   lexer.Position
-	Value *Expr `parser:"@@"`
-	Named *Expr `parser:"( ( '=' | ':' ) @@ )?"`
+	Value *Expr
+	Named *Expr
 }
 
 // Primary is a literal, a name, a parenthesised expression or a list.
 type Primary struct {
 	Pos    lexer.Position
-	Number *string    `parser:"  @Number"`
-	Str    *StringLit `parser:"| @@"`
-	Bool   *string    `parser:"| @( 'true' | 'false' )"`
-	Null   bool       `parser:"| @( 'null' | 'None' | 'nil' )"`
-	Name   *string    `parser:"| @Ident"`
-	Paren  *Expr      `parser:"| '(' @@ ')'"`
-	List   *ListExpr  `parser:"| @@"`
+	Number *string
+	Str    *StringLit
+	Bool   *string
+	Null   bool
+	Name   *string
+	Paren  *Expr
+	List   *ListExpr
 }
 
 // ListExpr is a list literal inside a tool body.
 type ListExpr struct {
 	Pos   lexer.Position
-	Items []*Expr `parser:"'[' ( @@ ( ',' @@? )* )? ']'"`
+	Items []*Expr
 }
 
 // LegacyTool is `tool NAME { description: "…", parameters: {…} }` and its

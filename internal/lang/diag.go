@@ -19,31 +19,30 @@ const (
 // Diagnostic codes are stable short strings: scripts and tests match on them,
 // so existing codes never change meaning.
 const (
-	CodeSyntax            = "syntax"           // the text does not follow the grammar
-	CodeLex               = "lex"              // a character or literal that cannot start a token
-	CodeTooDeep           = "too_deep"         // bracket nesting beyond MaxDepth
-	CodeTooMany           = "too_many_errors"  // later errors of the file were dropped
-	CodeDuplicate         = "duplicate"        // a name declared twice for one kind
-	CodeUnknownTool       = "unknown_tool"     // a uses entry that names no tool
-	CodeUnknownType       = "unknown_type"     // a type name that is neither built in nor a protocol
-	CodeUnknownProtocol   = "unknown_protocol" // implements names no protocol
-	CodeUntypedParam      = "untyped_param"    // a tool parameter without a type
-	CodeBadSetting        = "bad_setting"      // a setting or property with a value of the wrong type
-	CodeUnknownSetting    = "unknown_setting"  // a @tool setting nexa does not know (warning)
-	CodeMissingDesc       = "missing_description"
-	CodeNoEffect          = "no_effect"         // accepted, but nexa agent ignores it (warning)
-	CodeImplicitTools     = "implicit_tools"    // an agent without uses sees every tool (warning)
-	CodeSkill             = "skill_document"    // a "file.md" uses entry (warning)
-	CodeIncludeCycle      = "include_cycle"     // an include chain that returns to a file
-	CodeIncludeNotFound   = "include_not_found" // an include that resolves nowhere
-	CodeFileNotFound      = "file_not_found"    // the main file does not exist
-	CodeIO                = "io_error"          // a file exists but cannot be read
-	CodeUnsupported       = "unsupported"       // a construct outside the native-body subset
-	CodeUnknownName       = "unknown_name"      // a name in a native body that is not defined
-	CodeBadBody           = "bad_body"          // a tool body that mixes python! with other statements, etc.
-	CodeBadDecorator      = "bad_decorator"     // an unknown or malformed decorator
-	CodeBadDefault        = "bad_default"       // a parameter default of the wrong type
-	CodeUnusedDeclaration = "not_executed"      // a declaration kind nexa agent parses but never runs (info)
+	CodeSyntax          = "syntax"              // the text does not follow the grammar
+	CodeLex             = "lex"                 // a character or literal that cannot start a token
+	CodeTooDeep         = "too_deep"            // bracket nesting beyond MaxDepth
+	CodeTooMany         = "too_many_errors"     // later errors of the file were dropped
+	CodeDuplicate       = "duplicate"           // a name declared twice for one kind
+	CodeUnknownTool     = "unknown_tool"        // a uses entry that names no tool
+	CodeUnknownType     = "unknown_type"        // a type name that is neither built in nor a protocol
+	CodeUnknownProtocol = "unknown_protocol"    // implements names no protocol
+	CodeUntypedParam    = "untyped_param"       // a tool parameter without a type
+	CodeBadSetting      = "bad_setting"         // a setting or property with a value of the wrong type
+	CodeUnknownSetting  = "unknown_setting"     // a @tool setting nexa does not know (warning)
+	CodeMissingDesc     = "missing_description" // no @tool, or an empty tool description
+	CodeNoEffect        = "no_effect"           // accepted, but nexa agent ignores it (warning)
+	CodeImplicitTools   = "implicit_tools"      // an agent without uses sees every tool (warning)
+	CodeSkill           = "skill_document"      // a "file.md" uses entry (warning)
+	CodeIncludeCycle    = "include_cycle"       // an include chain that returns to a file
+	CodeIncludeNotFound = "include_not_found"   // an include that resolves nowhere
+	CodeFileNotFound    = "file_not_found"      // the main file does not exist
+	CodeIO              = "io_error"            // a file exists but cannot be read
+	CodeUnsupported     = "unsupported"         // a construct outside the native-body subset
+	CodeUnknownName     = "unknown_name"        // a name in a native body that is not defined
+	CodeBadBody         = "bad_body"            // a tool body that mixes python! with other statements, etc.
+	CodeBadDecorator    = "bad_decorator"       // an unknown or malformed decorator
+	CodeBadDefault      = "bad_default"         // a parameter default of the wrong type
 )
 
 // Related is a second position a diagnostic refers to, such as the first
@@ -142,6 +141,7 @@ type CompileError struct {
 	msg         string
 }
 
+// Error lists the errors, one per line.
 func (e *CompileError) Error() string { return e.msg }
 
 // Sort orders diagnostics by file (in the order files were first seen in

@@ -21,6 +21,10 @@ const (
 	Punct     lexer.TokenType = -6
 	Comment   lexer.TokenType = -7
 	Invalid   lexer.TokenType = -8
+	// Sep ends one declaration in the token stream handed to participle:
+	// no grammar element matches it, so to a declaration's parser it is
+	// the end of input (see Parse).
+	Sep lexer.TokenType = -9
 )
 
 var symbols = map[string]lexer.TokenType{
@@ -32,6 +36,7 @@ var symbols = map[string]lexer.TokenType{
 	"Punct":     Punct,
 	"Comment":   Comment,
 	"Invalid":   Invalid,
+	"Sep":       Sep,
 }
 
 // multiPunct are the operators of more than one character, longest first so
@@ -55,7 +60,7 @@ type Position = lexer.Position
 // text becomes an Invalid token or is kept inside the literal it belongs to.
 func Lex(file string, src []byte) ([]Token, Diagnostics) {
 	lx := &scanner{file: file, src: src, str: string(src), line: 1, col: 1}
-	lx.toks = make([]Token, 0, len(src)/5+1)
+	lx.toks = make([]Token, 0, len(src)/3+16) // about one token per three bytes
 	lx.run()
 	return lx.toks, lx.diags
 }
@@ -77,25 +82,26 @@ func (s *scanner) pos() Position {
 	return Position{Filename: s.file, Offset: s.off, Line: s.line, Column: s.col}
 }
 
-// advance moves over n bytes, keeping line and column (in characters).
+// advance moves over n bytes, keeping line and column (in characters:
+// UTF-8 continuation bytes do not count).
 func (s *scanner) advance(n int) {
 	end := s.off + n
-	for s.off < end {
-		c := s.src[s.off]
-		if c == '\n' {
+	for _, c := range s.src[s.off:end] {
+		switch {
+		case c == '\n':
 			s.line++
 			s.col = 1
-			s.off++
-			continue
+		case c&0xC0 != 0x80:
+			s.col++
 		}
-		if c < utf8.RuneSelf {
-			s.off++
-		} else {
-			_, size := utf8.DecodeRune(s.src[s.off:end])
-			s.off += size
-		}
-		s.col++
 	}
+	s.off = end
+}
+
+// advanceASCII moves over n bytes known to be ASCII on one line.
+func (s *scanner) advanceASCII(n int) {
+	s.off += n
+	s.col += n
 }
 
 func (s *scanner) emit(t lexer.TokenType, start Position) {
@@ -159,19 +165,30 @@ func (s *scanner) run() {
 				s.emit(Punct, start)
 				break
 			}
-			s.advance(end - s.off)
+			s.advanceASCII(end - s.off)
 			s.emit(Ident, start)
 		case c >= '0' && c <= '9':
 			s.lexNumber(start)
+		case c == '\'' || c == '`':
+			s.errorf(start, `strings use double quotes: "…", or """…""" for text with quotes`,
+				"unexpected %q: single quotes and backquotes do not make strings", string(c))
+			s.advanceASCII(1)
+			s.emit(Invalid, start)
+		case c < utf8.RuneSelf && strings.IndexByte("#$~^\\", c) >= 0:
+			s.errorf(start, "", "unexpected character %q outside a string", string(c))
+			s.advanceASCII(1)
+			s.emit(Invalid, start)
 		case c < utf8.RuneSelf && c >= 0x21 && c != 0x7f:
 			n := 1
-			for _, p := range multiPunct {
-				if s.peekIs(p) {
-					n = len(p)
-					break
+			if strings.IndexByte("-=!<>&|?:.+", c) >= 0 {
+				for _, p := range multiPunct {
+					if p[0] == c && s.peekIs(p) {
+						n = len(p)
+						break
+					}
 				}
 			}
-			s.advance(n)
+			s.advanceASCII(n)
 			s.emit(Punct, start)
 		default:
 			s.lexInvalid(start)
@@ -230,7 +247,7 @@ func (s *scanner) lexNumber(start Position) {
 			digits()
 		}
 	}
-	s.advance(i - s.off)
+	s.advanceASCII(i - s.off)
 	s.emit(Number, start)
 }
 
@@ -362,18 +379,18 @@ func hasEscapedQuote(inner string) bool {
 	return false
 }
 
-// tokenLexer replays a token slice for participle.
+// tokenLexer replays a token slice for participle, then an EOF token at
+// position eof.
 type tokenLexer struct {
 	toks []Token
+	eof  Position
 	i    int
 }
 
+// Next implements lexer.Lexer.
 func (l *tokenLexer) Next() (Token, error) {
 	if l.i >= len(l.toks) {
-		if len(l.toks) > 0 {
-			return lexer.EOFToken(l.toks[len(l.toks)-1].Pos), nil
-		}
-		return lexer.EOFToken(Position{}), nil
+		return lexer.EOFToken(l.eof), nil
 	}
 	t := l.toks[l.i]
 	l.i++
@@ -383,13 +400,16 @@ func (l *tokenLexer) Next() (Token, error) {
 // definition adapts Lex to participle's lexer.Definition.
 type definition struct{}
 
+// Symbols implements lexer.Definition.
 func (definition) Symbols() map[string]lexer.TokenType { return symbols }
 
+// Lex implements lexer.Definition (participle needs one to build the
+// grammar; parsing itself goes through ParseFromLexer).
 func (definition) Lex(filename string, r io.Reader) (lexer.Lexer, error) {
 	src, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", filename, err)
 	}
 	toks, _ := Lex(filename, src)
-	return &tokenLexer{toks: toks}, nil
+	return &tokenLexer{toks: toks[:len(toks)-1], eof: toks[len(toks)-1].Pos}, nil
 }

@@ -93,7 +93,7 @@ func (o *OtherStmt) Parse(lex *lexer.PeekingLexer) error {
 	depth := 0
 	for {
 		t := lex.Peek()
-		if t.EOF() {
+		if t.EOF() || t.Type == Sep {
 			return nil
 		}
 		switch t.Value {

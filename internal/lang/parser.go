@@ -49,7 +49,13 @@ func ParseType(at Position, text string) (*TypeExpr, Diagnostics) {
 	for i := range toks {
 		toks[i].Pos = at
 	}
-	te, err := parseWith(typeExprParser, toks)
+	toks = append(toks[:len(toks)-1], Token{Type: Sep, Pos: at})
+	pl, err := lexer.Upgrade(&tokenLexer{toks: toks, eof: at}, Comment)
+	if err != nil {
+		return nil, Diagnostics{{File: at.Filename, Line: at.Line, Column: at.Column, Code: CodeSyntax,
+			Message: "expected a type, found " + strconvQuote(truncate(text, 40)), Severity: SeverityError}}
+	}
+	te, err := parseWith(typeExprParser, pl, pl.MakeCheckpoint())
 	if err != nil {
 		return nil, Diagnostics{{File: at.Filename, Line: at.Line, Column: at.Column, Code: CodeSyntax,
 			Message: "expected a type, found " + strconvQuote(text), Severity: SeverityError}}
@@ -88,21 +94,26 @@ func Parse(path string, src []byte) (*File, Diagnostics) {
 	f := &File{Path: path}
 	decls := make([]Decl, len(spans))
 	spanDiags := make([]Diagnostics, len(spans))
-	// Declarations are independent once split, so they are parsed on all
-	// cores; results are kept in source order.
-	workers := min(runtime.GOMAXPROCS(0), len(spans)/64+1)
+	// Declarations are independent once split, so batches of them are
+	// parsed on all cores; results are kept in source order.
+	batches := batchSpans(spans, batchTokens)
+	workers := min(runtime.GOMAXPROCS(0), len(batches))
 	var wg sync.WaitGroup
-	next := make(chan int, len(spans))
-	for i := range spans {
-		next <- i
+	next := make(chan [2]int, len(batches))
+	for _, b := range batches {
+		next <- b
 	}
 	close(next)
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				decls[i], spanDiags[i] = parseSpan(toks, spans[i])
+			for b := range next {
+				part := spans[b[0]:b[1]]
+				base, cps := joinSpans(toks, part)
+				for i := range part {
+					decls[b[0]+i], spanDiags[b[0]+i] = parseSpan(toks, part[i], base, cps[i])
+				}
 			}
 		}()
 	}
@@ -138,16 +149,105 @@ func Parse(path string, src []byte) (*File, Diagnostics) {
 	return f, diags
 }
 
-// spanTokens returns the tokens of a span followed by an EOF token placed at
-// the token after the span, so that "found …" names what really follows.
-func spanTokens(toks []Token, s span) []Token {
-	out := make([]Token, 0, s.end-s.start+1)
-	out = append(out, toks[s.start:s.end]...)
-	out = append(out, lexer.EOFToken(toks[min(s.end, len(toks)-1)].Pos))
+// batchTokens is about how many tokens one participle token stream holds:
+// big enough that starting a stream costs little, small enough that the
+// stream's growth stays cheap and the batches spread over the cores.
+const batchTokens = 4096
+
+// batchSpans groups consecutive spans into batches of about n tokens,
+// returned as [first, end) index pairs.
+func batchSpans(spans []span, n int) [][2]int {
+	var out [][2]int
+	start, size := 0, 0
+	for i, s := range spans {
+		size += s.end - s.start + 1
+		if size >= n {
+			out = append(out, [2]int{start, i + 1})
+			start, size = i+1, 0
+		}
+	}
+	if start < len(spans) {
+		out = append(out, [2]int{start, len(spans)})
+	}
 	return out
 }
 
-func parseSpan(toks []Token, s span) (Decl, Diagnostics) {
+// participleKinds are the declaration kinds parsed by a participle grammar.
+var participleKinds = map[string]bool{
+	"tool": true, "agent": true, "legacy_tool": true, "protocol": true,
+	"include": true, "use_config": true, "type": true,
+}
+
+// joinSpans builds one participle token stream for a batch of
+// declarations: the tokens of each declaration to parse (comments left
+// out: the grammar elides them anyway), each followed by a Sep token, and a
+// checkpoint at the start of each declaration. One stream per batch instead
+// of one per declaration saves most of the cost of participle's token
+// copying on big programs.
+func joinSpans(toks []Token, spans []span) (*lexer.PeekingLexer, []lexer.Checkpoint) {
+	sl := &spansLexer{toks: toks, spans: spans, eof: toks[len(toks)-1].Pos, starts: make([]int, len(spans))}
+	pl, err := lexer.Upgrade(sl, Comment)
+	cps := make([]lexer.Checkpoint, len(spans))
+	if err != nil {
+		return pl, cps // spansLexer never fails
+	}
+	for i, start := range sl.starts {
+		if start < 0 {
+			continue
+		}
+		for int(pl.RawCursor()) < start && !pl.Peek().EOF() {
+			pl.Next()
+		}
+		cps[i] = pl.MakeCheckpoint()
+	}
+	return pl, cps
+}
+
+// spansLexer emits the tokens of the spans to parse, a Sep after each, then
+// EOF; it records where each span starts in the emitted stream.
+type spansLexer struct {
+	toks   []Token
+	spans  []span
+	eof    Position
+	starts []int
+	si     int // current span
+	ti     int // next token index in toks, -1 before the span starts
+	n      int // tokens emitted
+	inSpan bool
+}
+
+// Next implements lexer.Lexer.
+func (l *spansLexer) Next() (Token, error) {
+	for !l.inSpan {
+		if l.si >= len(l.spans) {
+			return lexer.EOFToken(l.eof), nil
+		}
+		s := l.spans[l.si]
+		if participleKinds[s.kind] && !s.broken {
+			l.inSpan = true
+			l.ti = s.start
+			l.starts[l.si] = l.n
+			break
+		}
+		l.starts[l.si] = -1
+		l.si++
+	}
+	s := l.spans[l.si]
+	l.n++
+	for l.ti < s.end && l.toks[l.ti].Type == Comment {
+		l.ti++
+	}
+	if l.ti < s.end {
+		t := l.toks[l.ti]
+		l.ti++
+		return t, nil
+	}
+	l.inSpan = false
+	l.si++
+	return Token{Type: Sep, Pos: l.toks[min(s.end, len(l.toks)-1)].Pos}, nil
+}
+
+func parseSpan(toks []Token, s span, base *lexer.PeekingLexer, cp lexer.Checkpoint) (Decl, Diagnostics) {
 	first := toks[s.start]
 	kw := s.kw
 	name, nameAt := declName(toks, s, kw)
@@ -158,38 +258,37 @@ func parseSpan(toks []Token, s span) (Decl, Diagnostics) {
 		d   Decl
 		err error
 	)
-	ts := spanTokens(toks, s)
 	switch s.kind {
 	case "tool":
 		var v *ToolFn
-		v, err = parseWith(toolFnParser, ts)
+		v, err = parseWith(toolFnParser, base, cp)
 		if err == nil {
-			attachParamDocs(v, ts)
+			attachParamDocs(v, toks[s.start:s.end])
 			d = v
 		}
 	case "agent":
 		var v *Agent
-		v, err = parseWith(agentParser, ts)
+		v, err = parseWith(agentParser, base, cp)
 		d = v
 	case "legacy_tool":
 		var v *LegacyTool
-		v, err = parseWith(legacyToolParser, ts)
+		v, err = parseWith(legacyToolParser, base, cp)
 		d = v
 	case "protocol":
 		var v *Protocol
-		v, err = parseWith(protocolParser, ts)
+		v, err = parseWith(protocolParser, base, cp)
 		d = v
 	case "include":
 		var v *Include
-		v, err = parseWith(includeParser, ts)
+		v, err = parseWith(includeParser, base, cp)
 		d = v
 	case "use_config":
 		var v *UseConfig
-		v, err = parseWith(useConfigParser, ts)
+		v, err = parseWith(useConfigParser, base, cp)
 		d = v
 	case "type":
 		var v *TypeDecl
-		v, err = parseWith(typeDeclParser, ts)
+		v, err = parseWith(typeDeclParser, base, cp)
 		d = v
 	case "decorated":
 		t := toks[kw]
@@ -212,66 +311,28 @@ func parseSpan(toks []Token, s span) (Decl, Diagnostics) {
 	return d, nil
 }
 
-func parseWith[G any](p *participle.Parser[G], ts []Token) (g *G, err error) {
-	pl, err := lexer.Upgrade(&tokenLexer{toks: ts}, Comment)
-	if err != nil {
-		return nil, fmt.Errorf("read tokens: %w", err)
-	}
+// parseWith parses one declaration from a private copy of the file's
+// participle lexer, starting at cp; the declaration must end exactly at its
+// Sep token.
+func parseWith[G any](p *participle.Parser[G], base *lexer.PeekingLexer, cp lexer.Checkpoint) (g *G, err error) {
+	local := *base
+	local.LoadCheckpoint(cp)
 	// participle reports some grammar conditions by panicking; no input
 	// may crash the compiler, so such a panic becomes a syntax error.
 	defer func() {
 		if r := recover(); r != nil {
 			g = nil
-			err = &participle.ParseError{Msg: fmt.Sprintf("cannot parse this declaration (%v)", r), Pos: ts[0].Pos}
+			err = &participle.ParseError{Msg: fmt.Sprintf("cannot parse this declaration (%v)", r), Pos: local.Peek().Pos}
 		}
 	}()
-	return p.ParseFromLexer(pl)
-}
-
-// keywordIndex is the index of the declaration keyword (after decorators).
-func keywordIndex(toks []Token, s span) int {
-	i := s.start
-	if toks[i].Value != "@" {
-		return i
+	g, err = p.ParseFromLexer(&local, participle.AllowTrailing(true))
+	if err != nil {
+		return nil, err
 	}
-	for i < s.end {
-		t := toks[i]
-		if t.Type == Ident && (t.Value == "fn" || t.Value == "agent") {
-			if i > s.start && toks[prevSignificant(toks, i)].Value != "@" {
-				return i
-			}
-		}
-		if t.Type == Punct && t.Value == "(" {
-			depth := 0
-			for ; i < s.end; i++ {
-				switch toks[i].Value {
-				case "(":
-					depth++
-				case ")":
-					depth--
-				}
-				if depth == 0 {
-					break
-				}
-			}
-		}
-		i++
+	if next := local.Peek(); next.Type != Sep {
+		return nil, &participle.UnexpectedTokenError{Unexpected: *next}
 	}
-	for i = s.start; i < s.end; i++ {
-		if toks[i].Type == Ident && (toks[i].Value == "fn" || toks[i].Value == "agent") {
-			return i
-		}
-	}
-	return min(s.end, len(toks)-1)
-}
-
-func prevSignificant(toks []Token, i int) int {
-	for j := i - 1; j >= 0; j-- {
-		if toks[j].Type != Comment {
-			return j
-		}
-	}
-	return 0
+	return g, nil
 }
 
 func nextSignificant(toks []Token, i, end int) int {
@@ -387,7 +448,7 @@ func syntaxDiag(err error, toks []Token, s span) Diagnostic {
 		var ute *participle.UnexpectedTokenError
 		if errors.As(err, &ute) {
 			found = Describe(ute.Unexpected)
-			if ute.Unexpected.EOF() {
+			if ute.Unexpected.EOF() || ute.Unexpected.Type == Sep {
 				found = describeAt(toks, s.end, s)
 			}
 			if m := expectedRe.FindStringSubmatch(ute.Message()); m != nil {

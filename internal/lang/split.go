@@ -190,8 +190,12 @@ func (s *splitter) classify(i int) (string, extent, int, bool) {
 			}
 			j = s.next(j + 1)
 			if !s.eof(j) && s.toks[j].Value == "(" {
-				j = s.skipBalanced(j)
-				j = s.next(j)
+				end := s.skipBalanced(j)
+				if s.eof(end) {
+					// unclosed arguments: let scan report the bracket
+					return "decorated", extBlock, i, true
+				}
+				j = s.next(end)
 			}
 		}
 		if !s.eof(j) && s.toks[j].Type == Ident {
@@ -295,6 +299,10 @@ func (s *splitter) topHint(t Token) string {
 func (s *splitter) scan(start, kw int, kind string, ext extent) span {
 	sp := span{kind: kind, start: start, kw: kw}
 	var stack []int
+	// open counts the brackets of each kind on the stack, so that a closer
+	// with no matching opener is recognised without walking the stack
+	// (hostile input could otherwise make this quadratic)
+	open := map[string]int{}
 	tooDeep := false
 	i := kw + 1
 	for ; !s.eof(i); i++ {
@@ -322,6 +330,7 @@ func (s *splitter) scan(start, kw int, kind string, ext extent) span {
 			switch t.Value {
 			case "(", "[", "{":
 				stack = append(stack, i)
+				open[t.Value]++
 				if len(stack) > MaxDepth && !tooDeep {
 					tooDeep = true
 					sp.broken = true
@@ -337,24 +346,24 @@ func (s *splitter) scan(start, kw int, kind string, ext extent) span {
 				}
 				top := s.toks[stack[len(stack)-1]]
 				if closer(top.Value) != t.Value {
-					// find a matching opener deeper in the stack
-					k := len(stack) - 1
-					for k >= 0 && closer(s.toks[stack[k]].Value) != t.Value {
-						k--
-					}
-					if k < 0 {
+					if open[opener(t.Value)] == 0 {
 						s.errorAt(t, CodeSyntax, "remove it or check the brackets before it",
 							"expected `%s` to close the `%s` at line %d, found `%s`", closer(top.Value), top.Value, top.Pos.Line, t.Value)
 						sp.broken = true
 						continue
 					}
+					// a matching opener is deeper in the stack: the
+					// brackets above it were left unclosed
 					s.errorAt(t, CodeSyntax, fmt.Sprintf("add `%s`", closer(top.Value)),
 						"expected `%s` to close the `%s` at line %d, found `%s`", closer(top.Value), top.Value, top.Pos.Line, t.Value)
 					sp.broken = true
-					stack = stack[:k]
-				} else {
-					stack = stack[:len(stack)-1]
+					for closer(s.toks[stack[len(stack)-1]].Value) != t.Value {
+						open[s.toks[stack[len(stack)-1]].Value]--
+						stack = stack[:len(stack)-1]
+					}
 				}
+				open[s.toks[stack[len(stack)-1]].Value]--
+				stack = stack[:len(stack)-1]
 				if len(stack) == 0 {
 					if (ext == extBlock && t.Value == "}") || (ext == extCall && t.Value == ")") {
 						sp.end = i + 1
@@ -374,15 +383,33 @@ func (s *splitter) scan(start, kw int, kind string, ext extent) span {
 			return sp
 		}
 	}
-	// end of file
+	// end of file: report the outermost unclosed bracket (usually the one
+	// whose closer is missing) and the innermost (where the text stops)
 	if len(stack) > 0 {
-		o := s.toks[stack[len(stack)-1]]
-		s.errorAt(o, CodeSyntax, fmt.Sprintf("add `%s` at the end of the %s", closer(o.Value), kindLabel(kind)),
-			"expected `%s` to close this `%s`, found end of file", closer(o.Value), o.Value)
+		report := []int{stack[0]}
+		if len(stack) > 1 {
+			report = append(report, stack[len(stack)-1])
+		}
+		for _, k := range report {
+			o := s.toks[k]
+			s.errorAt(o, CodeSyntax, fmt.Sprintf("nothing closes it before the end of the file; add the missing `%s`", closer(o.Value)),
+				"expected `%s` to close this `%s`, found end of file", closer(o.Value), o.Value)
+		}
 		sp.broken = true
 	}
 	sp.end = i
 	return sp
+}
+
+// opener is the opening bracket of a closing one.
+func opener(close string) string {
+	switch close {
+	case ")":
+		return "("
+	case "]":
+		return "["
+	}
+	return "{"
 }
 
 func closer(open string) string {
@@ -401,6 +428,8 @@ func kindLabel(kind string) string {
 		return "tool"
 	case "use_config":
 		return "use config"
+	case "decorated":
+		return "declaration"
 	}
 	return kind
 }
@@ -414,7 +443,7 @@ func Describe(t Token) string {
 	case String, RawString:
 		v := t.Value
 		if len(v) > 30 {
-			v = v[:27] + "…"
+			v = truncate(v, 27) + "…"
 		}
 		return "string " + strings.ReplaceAll(v, "\n", `\n`)
 	case Number:
@@ -424,7 +453,7 @@ func Describe(t Token) string {
 	}
 	v := t.Value
 	if len(v) > 30 {
-		v = v[:27] + "…"
+		v = truncate(v, 27) + "…"
 	}
 	return "`" + v + "`"
 }

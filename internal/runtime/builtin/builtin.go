@@ -129,12 +129,30 @@ func (e *Executor) Execute(ctx context.Context, inv runtime.Invocation) (runtime
 	if err := ctx.Err(); err != nil {
 		return runtime.Outcome{}, fmt.Errorf("built-in tool %s not started: %w: %w", name, runtime.ErrNotExecuted, err)
 	}
-	out, err := h(ctx, &call{inv: inv, opts: &e.opts})
+	out, err := safeCall(ctx, h, &call{inv: inv, opts: &e.opts})
 	if err != nil {
 		return runtime.Outcome{}, err
 	}
 	out.Output = capOutput(out.Output, hardOutputCap)
 	return out, nil
+}
+
+// safeCall turns a panic (a bug) into a result instead of crashing the run:
+// a pure tool cannot have done anything, so it is an ordinary error; any
+// other tool may have acted, so its outcome is unknown.
+func safeCall(ctx context.Context, h handler, c *call) (out runtime.Outcome, err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		if _, pure := pureTools[c.inv.Tool.Name]; pure {
+			out, err = fail("internal error in %s: %v", c.inv.Tool.Name, r), nil
+			return
+		}
+		out, err = runtime.Outcome{}, unknown(c.inv.Tool.Name, "internal error: %v", r)
+	}()
+	return h(ctx, c)
 }
 
 // notExecuted reports that nothing ran, so the runtime journals a known

@@ -181,6 +181,9 @@ func reason(err error, ctx context.Context) string {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return "timed out"
 	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "the connection was closed"
+	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err

@@ -40,7 +40,8 @@ func syntaxError(text string, err error, fallback int64) error {
 	off := fallback
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		off = se.Offset
+		// Offset counts the offending byte; point at it.
+		off = max(se.Offset-1, 0)
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		off = int64(len(text))
@@ -106,21 +107,16 @@ func parseJSONPath(p string) ([]pathSeg, error) {
 				return nil, bad("empty key")
 			}
 		case '[':
-			end := strings.IndexByte(s, ']')
-			if end < 0 {
-				return nil, bad("missing ]")
-			}
-			inner := strings.TrimSpace(s[1:end])
-			if len(inner) >= 2 && (inner[0] == '"' || inner[0] == '\'') && inner[len(inner)-1] == inner[0] {
-				// A quoted key may contain ]; find the closing quote first.
-				q := inner[0]
-				closeQ := strings.IndexByte(s[2:], q)
+			body := strings.TrimLeft(s[1:], " ")
+			if body != "" && (body[0] == '"' || body[0] == '\'') {
+				// A quoted key may contain ] and dots.
+				q := body[0]
+				closeQ := strings.IndexByte(body[1:], q)
 				if closeQ < 0 {
 					return nil, bad("unterminated quote")
 				}
-				key := s[2 : 2+closeQ]
-				rest := s[2+closeQ+1:]
-				rest = strings.TrimLeft(rest, " ")
+				key := body[1 : 1+closeQ]
+				rest := strings.TrimLeft(body[2+closeQ:], " ")
 				if !strings.HasPrefix(rest, "]") {
 					return nil, bad("missing ] after quoted key")
 				}
@@ -128,6 +124,11 @@ func parseJSONPath(p string) ([]pathSeg, error) {
 				s = rest[1:]
 				continue
 			}
+			end := strings.IndexByte(s, ']')
+			if end < 0 {
+				return nil, bad("missing ]")
+			}
+			inner := strings.TrimSpace(s[1:end])
 			n, err := strconv.Atoi(inner)
 			if err != nil {
 				return nil, bad(fmt.Sprintf("[%s] is not an index; quote keys as [\"key\"]", inner))

@@ -655,4 +655,3 @@ func strptime(text, format string, loc *time.Location) (time.Time, error) {
 	}
 	return t, nil
 }
-

@@ -1,0 +1,2 @@
+def from_file():
+    return "ok"

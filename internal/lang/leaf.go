@@ -1,0 +1,233 @@
+package lang
+
+import (
+	"github.com/alecthomas/participle/v2"
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// expected builds the error of a hand-written production; syntaxDiag turns
+// it into "expected WHAT, found TOKEN".
+func expected(t *lexer.Token, what string) error {
+	return &participle.UnexpectedTokenError{Unexpected: *t, Expect: what}
+}
+
+const valueWords = "a value (string, number, true/false, name, list or object)"
+
+func isPunct(t *lexer.Token, v string) bool { return t.Type == Punct && t.Value == v }
+
+// startsValue reports whether t can begin a value.
+func startsValue(t *lexer.Token) bool {
+	switch t.Type {
+	case Number, String, RawString, Ident:
+		return true
+	case Punct:
+		return t.Value == "-" || t.Value == "[" || t.Value == "{"
+	}
+	return false
+}
+
+// Parse implements participle.Parseable.
+func (v *Value) Parse(lex *lexer.PeekingLexer) error {
+	if !startsValue(lex.Peek()) {
+		return participle.NextMatch
+	}
+	return parseValue(lex, v)
+}
+
+// parseValue reads one value; recursion is bounded by the bracket depth the
+// splitter already checked.
+func parseValue(lex *lexer.PeekingLexer, v *Value) error {
+	t := lex.Peek()
+	v.Pos = t.Pos
+	switch {
+	case isPunct(t, "-"):
+		lex.Next()
+		n := lex.Peek()
+		if n.Type != Number {
+			return expected(n, "a number after `-`")
+		}
+		lex.Next()
+		v.Number = &NumberLit{Pos: t.Pos, Neg: true, Text: n.Value}
+	case t.Type == Number:
+		lex.Next()
+		v.Number = &NumberLit{Pos: t.Pos, Text: t.Value}
+	case t.Type == String || t.Type == RawString:
+		lex.Next()
+		v.Str = &StringLit{Pos: t.Pos, Raw: t.Value}
+	case t.Type == Ident && (t.Value == "true" || t.Value == "false"):
+		lex.Next()
+		b := t.Value
+		v.Bool = &b
+	case t.Type == Ident:
+		lex.Next()
+		ref := &RefLit{Pos: t.Pos, Parts: []string{t.Value}}
+		for isPunct(lex.Peek(), ".") {
+			cp := lex.MakeCheckpoint()
+			lex.Next()
+			if n := lex.Peek(); n.Type == Ident {
+				lex.Next()
+				ref.Parts = append(ref.Parts, n.Value)
+				continue
+			}
+			lex.LoadCheckpoint(cp)
+			break
+		}
+		v.Ref = ref
+	case isPunct(t, "["):
+		lex.Next()
+		list := &ListLit{Pos: t.Pos}
+		for {
+			n := lex.Peek()
+			if isPunct(n, "]") {
+				lex.Next()
+				break
+			}
+			if !startsValue(n) {
+				return expected(n, valueWords+" or `]`")
+			}
+			it := &ListItem{Pos: n.Pos, First: &Value{}}
+			if err := parseValue(lex, it.First); err != nil {
+				return err
+			}
+			if isPunct(lex.Peek(), ":") {
+				lex.Next()
+				it.Labeled = &Value{}
+				if !startsValue(lex.Peek()) {
+					return expected(lex.Peek(), valueWords)
+				}
+				if err := parseValue(lex, it.Labeled); err != nil {
+					return err
+				}
+			}
+			list.Items = append(list.Items, it)
+			n = lex.Peek()
+			switch {
+			case isPunct(n, ","):
+				lex.Next()
+			case isPunct(n, "]"):
+			default:
+				return expected(n, "`,` or `]`")
+			}
+		}
+		v.List = list
+	case isPunct(t, "{"):
+		lex.Next()
+		obj := &ObjectLit{Pos: t.Pos}
+		for {
+			n := lex.Peek()
+			if isPunct(n, "}") {
+				lex.Next()
+				break
+			}
+			key := &Key{Pos: n.Pos}
+			switch n.Type {
+			case Ident:
+				key.Ident = n.Value
+			case String, RawString:
+				key.Str = &StringLit{Pos: n.Pos, Raw: n.Value}
+			default:
+				return expected(n, "a property name or `}`")
+			}
+			lex.Next()
+			if c := lex.Peek(); !isPunct(c, ":") {
+				return expected(c, "`:`")
+			}
+			lex.Next()
+			val := &Value{}
+			if !startsValue(lex.Peek()) {
+				return expected(lex.Peek(), valueWords)
+			}
+			if err := parseValue(lex, val); err != nil {
+				return err
+			}
+			obj.Entries = append(obj.Entries, &Property{Pos: n.Pos, Key: key, Value: val})
+			if c := lex.Peek(); isPunct(c, ",") || isPunct(c, ";") {
+				lex.Next()
+			}
+		}
+		v.Object = obj
+	default:
+		return expected(t, valueWords)
+	}
+	return nil
+}
+
+// Parse implements participle.Parseable.
+func (te *TypeExpr) Parse(lex *lexer.PeekingLexer) error {
+	t := lex.Peek()
+	if t.Type != Ident && t.Type != String && t.Type != RawString {
+		return participle.NextMatch
+	}
+	return parseType(lex, te)
+}
+
+const typeWords = "a type (string, int, float, bool, list[T], dict[K, V], a protocol name, …)"
+
+func parseType(lex *lexer.PeekingLexer, te *TypeExpr) error {
+	te.Pos = lex.Peek().Pos
+	for {
+		t := lex.Peek()
+		term := &TypeTerm{Pos: t.Pos}
+		switch t.Type {
+		case Ident:
+			term.Name = t.Value
+		case String, RawString:
+			term.Quoted = &StringLit{Pos: t.Pos, Raw: t.Value}
+		default:
+			return expected(t, typeWords)
+		}
+		lex.Next()
+		if term.Quoted == nil {
+			switch n := lex.Peek(); {
+			case isPunct(n, "["):
+				lex.Next()
+				for {
+					arg := &TypeExpr{}
+					if err := parseType(lex, arg); err != nil {
+						return err
+					}
+					term.Args = append(term.Args, arg)
+					c := lex.Peek()
+					if isPunct(c, ",") {
+						lex.Next()
+						continue
+					}
+					if isPunct(c, "]") {
+						lex.Next()
+						break
+					}
+					return expected(c, "`,` or `]`")
+				}
+			case isPunct(n, "<"):
+				lex.Next()
+				for {
+					c := lex.Peek()
+					if c.Type != Ident {
+						return expected(c, "a type name")
+					}
+					lex.Next()
+					term.Angle = append(term.Angle, c.Value)
+					c = lex.Peek()
+					if isPunct(c, ",") {
+						lex.Next()
+						continue
+					}
+					if isPunct(c, ">") {
+						lex.Next()
+						break
+					}
+					return expected(c, "`,` or `>`")
+				}
+			}
+		}
+		if isPunct(lex.Peek(), "?") {
+			lex.Next()
+			term.Optional = true
+		}
+		te.Alts = append(te.Alts, term)
+		if !isPunct(lex.Peek(), "|") {
+			return nil
+		}
+		lex.Next()
+	}
+}

@@ -1,0 +1,230 @@
+package lang
+
+import (
+	"github.com/alecthomas/participle/v2"
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// Parse implements participle.Parseable: `@name` with optional arguments.
+func (d *Decorator) Parse(lex *lexer.PeekingLexer) error {
+	t := lex.Peek()
+	if !isPunct(t, "@") {
+		return participle.NextMatch
+	}
+	lex.Next()
+	d.Pos = t.Pos
+	n := lex.Peek()
+	if n.Type != Ident {
+		return expected(n, "a decorator name after `@`")
+	}
+	lex.Next()
+	d.Name = n.Value
+	if !isPunct(lex.Peek(), "(") {
+		return nil
+	}
+	lex.Next()
+	for {
+		c := lex.Peek()
+		if isPunct(c, ")") {
+			lex.Next()
+			return nil
+		}
+		if !startsValue(c) {
+			return expected(c, "an argument or `)`")
+		}
+		a := &Arg{Pos: c.Pos, First: &Value{}}
+		if err := parseValue(lex, a.First); err != nil {
+			return err
+		}
+		if c := lex.Peek(); isPunct(c, ":") || isPunct(c, "=") {
+			lex.Next()
+			a.Named = &Value{}
+			if !startsValue(lex.Peek()) {
+				return expected(lex.Peek(), valueWords)
+			}
+			if err := parseValue(lex, a.Named); err != nil {
+				return err
+			}
+		}
+		d.Args = append(d.Args, a)
+		switch c := lex.Peek(); {
+		case isPunct(c, ","):
+			lex.Next()
+		case isPunct(c, ")"):
+		default:
+			return expected(c, "`,` or `)`")
+		}
+	}
+}
+
+// Parse implements participle.Parseable: `name`, `name: Type`, with an
+// optional `= default`.
+func (p *Param) Parse(lex *lexer.PeekingLexer) error {
+	t := lex.Peek()
+	if t.Type != Ident {
+		return participle.NextMatch
+	}
+	lex.Next()
+	p.Pos, p.Name = t.Pos, t.Value
+	if isPunct(lex.Peek(), ":") {
+		lex.Next()
+		p.Type = &TypeExpr{}
+		if err := parseType(lex, p.Type); err != nil {
+			return err
+		}
+	}
+	if isPunct(lex.Peek(), "=") {
+		lex.Next()
+		p.Default = &Value{}
+		if !startsValue(lex.Peek()) {
+			return expected(lex.Peek(), valueWords)
+		}
+		if err := parseValue(lex, p.Default); err != nil {
+			return err
+		}
+	}
+	if c := lex.Peek(); !isPunct(c, ",") && !isPunct(c, ")") {
+		return expected(c, "`,`, `)`, `:` or `=`")
+	}
+	return nil
+}
+
+// Parse implements participle.Parseable: `{ statements }`.
+func (b *Block) Parse(lex *lexer.PeekingLexer) error {
+	t := lex.Peek()
+	if !isPunct(t, "{") {
+		return participle.NextMatch
+	}
+	return parseBlock(lex, b)
+}
+
+// parseBlock reads a block; nested blocks recurse, bounded by the bracket
+// depth the splitter checked.
+func parseBlock(lex *lexer.PeekingLexer, b *Block) error {
+	t := lex.Next()
+	b.Pos = t.Pos
+	for {
+		n := lex.Peek()
+		switch {
+		case isPunct(n, "}"):
+			b.EndPos = n.Pos
+			lex.Next()
+			return nil
+		case isPunct(n, ";"):
+			lex.Next()
+			continue
+		case n.EOF() || n.Type == Sep:
+			return expected(n, "a statement or `}`")
+		}
+		st := &Stmt{}
+		if err := parseStmt(lex, st); err != nil {
+			return err
+		}
+		b.Stmts = append(b.Stmts, st)
+	}
+}
+
+func parseStmt(lex *lexer.PeekingLexer, st *Stmt) error {
+	t := lex.Peek()
+	st.Pos = t.Pos
+	switch {
+	case isPunct(t, "python!"):
+		lex.Next()
+		c := lex.Peek()
+		if c.Type != String && c.Type != RawString {
+			return expected(c, `a string after python! (python! """…""")`)
+		}
+		lex.Next()
+		st.Python = &PythonStmt{Pos: t.Pos, Code: &StringLit{Pos: c.Pos, Raw: c.Value}}
+		return nil
+	case t.Type == Ident && t.Value == "return":
+		lex.Next()
+		st.Return = &ReturnStmt{Pos: t.Pos}
+		if startsExpr(lex.Peek()) {
+			st.Return.Value = &Expr{}
+			return parseExpr(lex, st.Return.Value)
+		}
+		return nil
+	case t.Type == Ident && t.Value == "print":
+		lex.Next()
+		if !startsExpr(lex.Peek()) {
+			return expected(lex.Peek(), "an expression after print")
+		}
+		st.Print = &PrintStmt{Pos: t.Pos, Value: &Expr{}}
+		return parseExpr(lex, st.Print.Value)
+	case t.Type == Ident && t.Value == "if":
+		return parseIf(lex, st)
+	}
+	other := &OtherStmt{}
+	switch err := other.Parse(lex); err {
+	case nil:
+		st.Other = other
+		return nil
+	case participle.NextMatch:
+	default:
+		return err
+	}
+	if !startsExpr(t) {
+		return expected(t, "a statement or `}`")
+	}
+	es := &ExprStmt{Pos: t.Pos, X: &Expr{}}
+	if err := parseExpr(lex, es.X); err != nil {
+		return err
+	}
+	if c := lex.Peek(); isPunct(c, "=") || isPunct(c, "+=") || isPunct(c, "-=") {
+		lex.Next()
+		es.Op = c.Value
+		if !startsExpr(lex.Peek()) {
+			return expected(lex.Peek(), exprWords)
+		}
+		es.Value = &Expr{}
+		if err := parseExpr(lex, es.Value); err != nil {
+			return err
+		}
+	}
+	st.Expr = es
+	return nil
+}
+
+func parseIf(lex *lexer.PeekingLexer, st *Stmt) error {
+	t := lex.Next()
+	is := &IfStmt{Pos: t.Pos, Cond: &Expr{}, Then: &Block{}}
+	st.If = is
+	if !startsExpr(lex.Peek()) {
+		return expected(lex.Peek(), "a condition after if")
+	}
+	if err := parseExpr(lex, is.Cond); err != nil {
+		return err
+	}
+	if c := lex.Peek(); !isPunct(c, "{") {
+		return expected(c, "`{`")
+	}
+	if err := parseBlock(lex, is.Then); err != nil {
+		return err
+	}
+	for {
+		e := lex.Peek()
+		if e.Type != Ident || e.Value != "else" {
+			return nil
+		}
+		lex.Next()
+		arm := &ElseArm{Pos: e.Pos, Then: &Block{}}
+		if n := lex.Peek(); n.Type == Ident && n.Value == "if" {
+			lex.Next()
+			if !startsExpr(lex.Peek()) {
+				return expected(lex.Peek(), "a condition after else if")
+			}
+			arm.Cond = &Expr{}
+			if err := parseExpr(lex, arm.Cond); err != nil {
+				return err
+			}
+		}
+		if c := lex.Peek(); !isPunct(c, "{") {
+			return expected(c, "`{`")
+		}
+		if err := parseBlock(lex, arm.Then); err != nil {
+			return err
+		}
+		is.Arms = append(is.Arms, arm)
+	}
+}

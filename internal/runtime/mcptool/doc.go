@@ -1,0 +1,89 @@
+// Package mcptool runs the tools of MCP servers (`uses mcp:"…"`, `tool X {
+// mcp: "…" }`) for the runtime, with the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk) as the client.
+//
+// # Transports
+//
+// ParseSpec reads a server spec (runtime.md section 9):
+//
+//   - "http://…" and "https://…" are Streamable HTTP endpoints. The
+//     standalone GET stream is not opened (nexa needs no server-initiated
+//     messages). Tool calls go out on new connections (a clone of the
+//     client's *http.Transport without keep-alives), so that a lost call
+//     can be told apart from a connection the server closed while idle.
+//   - "stdio:COMMAND ARGS…" is a child process speaking newline-delimited
+//     JSON-RPC on stdin/stdout. The line is split into words with POSIX
+//     single quotes, double quotes and backslashes and started directly,
+//     never through a shell; unquoted shell operators (| & ; < > ` and $
+//     expansions) are refused, because they would silently become literal
+//     arguments. The child runs in Options.WorkDir (the run's working
+//     directory) with nexa's environment plus Options.Env, in a process
+//     group of its own; its stderr goes to Options.Log and its last 4 KiB
+//     into error messages.
+//
+// Anything else is refused with a message saying what to write.
+//
+// Connect starts or reaches one server, performs the handshake (no roots,
+// sampling or elicitation are offered) and lists its tools, every page.
+// Close cancels calls in flight, deletes an HTTP session, and stops a stdio
+// child: EOF on stdin, then SIGTERM, then SIGKILL after Options.StopGrace
+// each, signals going to the whole process group. When the leader exits on
+// its own, whatever remains of its group is killed at once (the leader is
+// still an unreaped zombie then, so the group id cannot have been reused).
+//
+// Manager connects the servers of a run (each spec once, concurrently),
+// refuses two servers that offer the same tool name (the error names both),
+// routes calls by tool name as the runtime.Executor of compile.BodyMCP,
+// gives the tools as compile tools (runtime.Config.ExtraTools) and the
+// records to store in the run (runtime.Config.MCPServers), and closes all.
+//
+// # Risk
+//
+// A tool's risk level comes from its annotations, exactly as runtime.md
+// section 9 says: readOnlyHint true → low; else destructiveHint explicitly
+// false → medium; else → high (MCP assumes a tool destructive when the hint
+// is absent), so it needs the operator's approval. idempotentHint becomes
+// the tool's idempotent flag. Annotations are the server's own claims: a
+// server that wrongly says readOnlyHint escapes approval, so a program
+// should name only servers its operator trusts.
+//
+// Input schemas are kept as the server wrote them, except that a schema is
+// always an object schema ("type":"object" and "properties" are added when
+// missing; an empty or non-object schema becomes an empty object schema),
+// since arguments are always a JSON object.
+//
+// # Outcomes
+//
+// Server.Call (and Manager.Execute) return:
+//
+//   - a result → Outcome{Success: true}, its text blocks joined by newlines,
+//     other content summarised as JSON (binary data by its size), the
+//     structured content when there is nothing else;
+//   - isError: true, or a JSON-RPC error answer from the server (unknown
+//     tool, invalid params) → Outcome{Success: false} with the message: a
+//     known outcome;
+//   - an error wrapping runtime.ErrNotExecuted when the request cannot have
+//     reached the server: the server was closed or had already exited, the
+//     connection had ended, the tool is not offered, the arguments are not a
+//     JSON object, the context was already done, or the HTTP connection
+//     could not be opened;
+//   - an error wrapping runtime.ErrUnknownOutcome when it may have: the
+//     child exited or the connection broke while the call was in flight, the
+//     timeout (Invocation.Timeout) or ctx ended it, or Close cancelled it.
+//     The SDK then sends notifications/cancelled, but whether the effect
+//     happened is unknown, so the runtime leaves the journal entry started.
+//
+// Every call carries the idempotency key RUN_ID:CALL_ID in its _meta under
+// "nexa/idempotency_key", so a server can drop a duplicate side effect when
+// an idempotent call runs again after a crash.
+//
+// # Schema hash
+//
+// Server.SchemaHash is "sha256:<hex>" over a canonical JSON encoding of the
+// tool list sorted by name: names, descriptions, normalised input schemas
+// and annotation hints, which is everything the model and the approval
+// policy see. A run records it per server (state.MCPServer); on resume the
+// servers are started again and a different hash refuses the resume like a
+// source change, because the calls in the journal were made against other
+// tools.
+package mcptool

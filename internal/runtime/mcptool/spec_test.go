@@ -1,0 +1,195 @@
+package mcptool
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestParseSpec(t *testing.T) {
+	ok := []struct {
+		in   string
+		want Spec
+	}{
+		{"http://localhost:8080/mcp", Spec{Raw: "http://localhost:8080/mcp", Transport: TransportHTTP, URL: "http://localhost:8080/mcp"}},
+		{"  HTTPS://example.com/mcp?x=1 ", Spec{Raw: "HTTPS://example.com/mcp?x=1", Transport: TransportHTTP, URL: "HTTPS://example.com/mcp?x=1"}},
+		{"stdio:python3 server.py", Spec{Raw: "stdio:python3 server.py", Transport: TransportStdio, Command: "python3", Args: []string{"server.py"}}},
+		{"stdio:  npx -y   @modelcontextprotocol/server-filesystem  /tmp ", Spec{Raw: "stdio:  npx -y   @modelcontextprotocol/server-filesystem  /tmp", Transport: TransportStdio,
+			Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/tmp"}}},
+		{`stdio:srv 'a b' "c d" e\ f`, Spec{Raw: `stdio:srv 'a b' "c d" e\ f`, Transport: TransportStdio, Command: "srv", Args: []string{"a b", "c d", "e f"}}},
+		{`stdio:srv 'it'\''s' "say \"hi\" \$HOME \n" '' ""`, Spec{Raw: `stdio:srv 'it'\''s' "say \"hi\" \$HOME \n" '' ""`, Transport: TransportStdio,
+			Command: "srv", Args: []string{"it's", `say "hi" $HOME \n`, "", ""}}},
+		{`stdio:srv a'b'"c"d '$HOME' "|" '>' x=$ a$`, Spec{Raw: `stdio:srv a'b'"c"d '$HOME' "|" '>' x=$ a$`, Transport: TransportStdio,
+			Command: "srv", Args: []string{"abcd", "$HOME", "|", ">", "x=$", "a$"}}},
+		{"stdio:'/path with space/srv' --flag=1", Spec{Raw: "stdio:'/path with space/srv' --flag=1", Transport: TransportStdio, Command: "/path with space/srv", Args: []string{"--flag=1"}}},
+		{"STDIO:srv", Spec{Raw: "STDIO:srv", Transport: TransportStdio, Command: "srv", Args: []string{}}},
+	}
+	for _, c := range ok {
+		got, err := ParseSpec(c.in)
+		if err != nil {
+			t.Errorf("ParseSpec(%q): %v", c.in, err)
+			continue
+		}
+		if len(got.Args) == 0 && len(c.want.Args) == 0 {
+			got.Args, c.want.Args = nil, nil
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("ParseSpec(%q) = %#v, want %#v", c.in, got, c.want)
+		}
+	}
+
+	bad := []struct{ in, want string }{
+		{"", "empty"},
+		{"   ", "empty"},
+		{"server.py", "unsupported"},
+		{"ftp://example.com", "unsupported"},
+		{"sse://example.com", "unsupported"},
+		{"ws://example.com/mcp", "unsupported"},
+		{"python3 server.py", "unsupported"},
+		{"http://", "no host"},
+		{"https:///path", "no host"},
+		{"http://exa mple.com/", "invalid"},
+		{"stdio:", "names no command"},
+		{"stdio:   ", "names no command"},
+		{"stdio:''", "names no command"},
+		{"stdio:srv 'open", "unterminated single quote"},
+		{`stdio:srv "open`, "unterminated double quote"},
+		{`stdio:srv \`, "lone backslash"},
+		{"stdio:srv | tee log", `unquoted "|"`},
+		{"stdio:srv > log", `unquoted ">"`},
+		{"stdio:srv; rm -rf x", `unquoted ";"`},
+		{"stdio:srv &", `unquoted "&"`},
+		{"stdio:srv `id`", "unquoted \"`\""},
+		{"stdio:srv $HOME", `unquoted "$"`},
+		{"stdio:srv ${X}", `unquoted "$"`},
+		{"stdio:srv $(id)", `unquoted "$"`},
+	}
+	for _, c := range bad {
+		got, err := ParseSpec(c.in)
+		if err == nil {
+			t.Errorf("ParseSpec(%q) = %#v, want an error", c.in, got)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseSpec(%q): %v, want it to mention %q", c.in, err, c.want)
+		}
+	}
+	_, err := ParseSpec("stdio:srv | tee")
+	if err == nil || !strings.Contains(err.Error(), "without a shell") {
+		t.Errorf("shell operator error should say why: %v", err)
+	}
+}
+
+func TestRiskOf(t *testing.T) {
+	f, tr := boolp(false), boolp(true)
+	cases := []struct {
+		a    Annotations
+		want string
+	}{
+		{Annotations{}, RiskHigh},                                   // nothing said: destructive
+		{Annotations{ReadOnly: true}, RiskLow},                      // read-only
+		{Annotations{ReadOnly: true, Destructive: tr}, RiskLow},     // read-only wins
+		{Annotations{Destructive: f}, RiskMedium},                   // additive only
+		{Annotations{Destructive: f, Idempotent: true}, RiskMedium}, // idempotence does not lower it
+		{Annotations{Destructive: tr}, RiskHigh},
+		{Annotations{Idempotent: true}, RiskHigh},
+		{Annotations{OpenWorld: f}, RiskHigh},
+	}
+	for _, c := range cases {
+		if got := riskOf(c.a); got != c.want {
+			t.Errorf("riskOf(%+v) = %s, want %s", c.a, got, c.want)
+		}
+	}
+	// Through the SDK type, as listed: nil annotations are high.
+	for _, c := range []struct {
+		tool *mcp.Tool
+		risk string
+		idem bool
+	}{
+		{&mcp.Tool{Name: "a"}, RiskHigh, false},
+		{&mcp.Tool{Name: "b", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, RiskLow, false},
+		{&mcp.Tool{Name: "c", Annotations: &mcp.ToolAnnotations{DestructiveHint: f, IdempotentHint: true}}, RiskMedium, true},
+		{&mcp.Tool{Name: "d", Annotations: &mcp.ToolAnnotations{DestructiveHint: tr}}, RiskHigh, false},
+	} {
+		ti, err := toolInfo(c.tool)
+		if err != nil || ti.Risk != c.risk || ti.Idempotent != c.idem {
+			t.Errorf("toolInfo(%s) = %+v, %v; want risk %s idempotent %v", c.tool.Name, ti, err, c.risk, c.idem)
+		}
+	}
+}
+
+func TestNormalizeSchema(t *testing.T) {
+	cases := []struct {
+		in   any
+		want string
+	}{
+		{nil, `{"properties":{},"type":"object"}`},
+		{map[string]any{}, `{"properties":{},"type":"object"}`},
+		{map[string]any{"properties": map[string]any{"x": map[string]any{"type": "string"}}}, `{"properties":{"x":{"type":"string"}},"type":"object"}`},
+		{map[string]any{"type": "string"}, `{"properties":{},"type":"object"}`},
+		{map[string]any{"type": "object", "required": []any{"a"}, "properties": map[string]any{"a": map[string]any{"description": "<a> & b"}}},
+			`{"properties":{"a":{"description":"<a> & b"}},"required":["a"],"type":"object"}`},
+		{json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","maximum":10000000000000001}}}`),
+			`{"properties":{"n":{"maximum":10000000000000001,"type":"integer"}},"type":"object"}`},
+		{json.RawMessage(`true`), `{"properties":{},"type":"object"}`},
+		{"not a schema", `{"properties":{},"type":"object"}`},
+	}
+	for _, c := range cases {
+		got, err := normalizeSchema(c.in)
+		if err != nil || string(got) != c.want {
+			t.Errorf("normalizeSchema(%v) = %s, %v; want %s", c.in, got, err, c.want)
+		}
+	}
+	if _, err := normalizeSchema(func() {}); err == nil {
+		t.Error("an unencodable schema was accepted")
+	}
+}
+
+func TestResultText(t *testing.T) {
+	cases := []struct {
+		res  *mcp.CallToolResult
+		want string
+	}{
+		{&mcp.CallToolResult{}, ""},
+		{&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}, &mcp.TextContent{Text: "b"}}}, "a\nb"},
+		{&mcp.CallToolResult{Content: []mcp.Content{&mcp.AudioContent{MIMEType: "audio/wav", Data: make([]byte, 10)}}}, `{"bytes":10,"mimeType":"audio/wav","type":"audio"}`},
+		{&mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///b", Blob: []byte("xyz")}}}}, `{"bytes":3,"type":"resource","uri":"file:///b"}`},
+		{&mcp.CallToolResult{Content: []mcp.Content{&mcp.ResourceLink{URI: "file:///c", Name: "c"}}}, `{"name":"c","type":"resource_link","uri":"file:///c"}`},
+		{&mcp.CallToolResult{StructuredContent: []any{1, "x"}}, `[1,"x"]`},
+		{&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "t"}}, StructuredContent: map[string]any{"x": 1}}, "t"},
+	}
+	for _, c := range cases {
+		if got := resultText(c.res); got != c.want {
+			t.Errorf("resultText = %q, want %q", got, c.want)
+		}
+	}
+}
+
+func TestCallArguments(t *testing.T) {
+	for in, want := range map[string]string{"": "{}", "  ": "{}", "null": "{}", ` {"a":1} `: `{"a":1}`} {
+		got, err := callArguments(json.RawMessage(in))
+		if err != nil || string(got) != want {
+			t.Errorf("callArguments(%q) = %s, %v", in, got, err)
+		}
+	}
+	for _, in := range []string{`[]`, `"x"`, `1`, `{"a":`, `{} {}`} {
+		if _, err := callArguments(json.RawMessage(in)); err == nil {
+			t.Errorf("callArguments(%q) accepted", in)
+		}
+	}
+}
+
+func TestTailBufferAndLastLines(t *testing.T) {
+	tb := &tailBuffer{max: 8}
+	_, _ = tb.Write([]byte("0123456789"))
+	_, _ = tb.Write([]byte("ab\n"))
+	if got := tb.String(); got != "56789ab" {
+		t.Errorf("tail = %q", got)
+	}
+	if got := lastLines("a\nb\n c \nd\n", 2); got != "c | d" {
+		t.Errorf("lastLines = %q", got)
+	}
+}
