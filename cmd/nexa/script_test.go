@@ -18,7 +18,8 @@ import (
 // in PATH for commands the scripts start through a shell).
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"nexa": func() { os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"nexa":              func() { os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"nexa-notes-server": notesServer,
 	})
 }
 

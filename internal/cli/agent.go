@@ -203,13 +203,35 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		}
 	}()
 
+	runID := f.resume
+	if runID == "" {
+		runID = runtime.NewRunID(time.Now())
+	} else if !validRunID(runID) {
+		return finishAgent(e, c, f, nil, nil, file, &runtime.Error{Code: runtime.CodeRunNotFound, Refusal: true,
+			Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", runID)}, sec)
+	}
+	tools, err := connectMCP(context.Background(), prog, agent, wd, filepath.Join(filepath.Dir(st.Path()), "logs", runID+".mcp.log"))
+	if err != nil {
+		return agentFailure(e, f, ExitFailed, runtime.CodeMCPError, sec.redact(fmt.Sprintf("MCP servers of agent %s: %v", agent.Name, err)))
+	}
+	defer tools.close()
 	detect := sandboxDetector(e)
+	execs := executors(e, detect)
+	if tools.mgr != nil {
+		execs[compile.BodyMCP] = tools.mgr
+	}
+	var records []state.MCPServer
+	if tools.mgr != nil {
+		records = tools.mgr.Records()
+	}
 	runner, err := runtime.NewRunner(runtime.Config{
 		Program:          prog,
-		Agent:            agent,
+		Agent:            tools.agent,
+		ExtraTools:       tools.extra,
+		MCPServers:       records,
 		Store:            st,
 		Provider:         prov.provider,
-		Executors:        executors(e, detect),
+		Executors:        execs,
 		Secrets:          sec.env,
 		Observe:          display.observe,
 		ToolLog:          toolLogOpener(st.Path(), sec),
@@ -233,7 +255,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 			dl := time.Now().UTC().Add(timeout).Truncate(time.Second)
 			deadline = &dl
 		}
-		id := runtime.NewRunID(time.Now())
+		id := runID
 		release, lerr := lockRun(st.Path(), id)
 		if lerr != nil {
 			return agentFailure(e, f, ExitFailed, runtime.CodeStoreError, lerr.Error())
@@ -244,19 +266,16 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 			Budgets: state.Budgets{MaxTurns: f.maxTurns, MaxToolCalls: f.maxToolCalls, MaxTokens: f.maxTokens},
 		})
 	} else {
-		run, err = resumeRun(ctx, e, c, f, st, runner, prog, agentName, prov.identity, wd, timeout)
+		run, err = resumeRun(ctx, e, c, f, st, runner, prog, agentName, prov.identity, wd, timeout, records)
 	}
 	display.close()
-	return finishAgent(e, c, f, run, prog, file, err, sec)
+	return finishAgent(e, c, f, run, tools.lookup(prog), file, err, sec)
 }
 
 // resumeRun applies the checks of runtime.md section 5, records decisions
 // and continues the run.
 func resumeRun(ctx context.Context, e *env, c *cobra.Command, f *agentFlags, st storeHandle, runner *runtime.Runner,
-	prog *compile.Program, agentName string, ident state.ProviderIdentity, wd string, timeout time.Duration) (*state.RunState, error) {
-	if !validRunID(f.resume) {
-		return nil, &runtime.Error{Code: runtime.CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", f.resume)}
-	}
+	prog *compile.Program, agentName string, ident state.ProviderIdentity, wd string, timeout time.Duration, mcp []state.MCPServer) (*state.RunState, error) {
 	release, err := lockRun(st.Path(), f.resume)
 	if err != nil {
 		if errors.Is(err, errRunBusy) {
@@ -272,7 +291,7 @@ func resumeRun(ctx context.Context, e *env, c *cobra.Command, f *agentFlags, st 
 	if err != nil {
 		return nil, &runtime.Error{Code: runtime.CodeStoreError, Message: fmt.Sprintf("load run %s: %v", f.resume, err), Err: err}
 	}
-	req := runtime.ResumeRequest{SourceHash: prog.Hash, Agent: agentName, Provider: ident, WorkDir: wd}
+	req := runtime.ResumeRequest{SourceHash: prog.Hash, Agent: agentName, Provider: ident, WorkDir: wd, MCPServers: mcp}
 	if c.Flags().Changed("max-turns") {
 		req.Budgets.MaxTurns = &f.maxTurns
 	}
@@ -330,7 +349,7 @@ func conflictOr(err error) error {
 }
 
 // finishAgent prints the result object and picks the exit code.
-func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, prog *compile.Program, file string, err error, sec *secretSet) error {
+func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, tool func(string) *compile.Tool, file string, err error, sec *secretSet) error {
 	code := ExitOK
 	var res *runResult
 	if err != nil {
@@ -338,17 +357,17 @@ func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, p
 		code, rerr = exitCodeForError(err)
 		rerr.Message = sec.redact(rerr.Message)
 		if run != nil && code != ExitUsage {
-			res = resultOf(run, prog, file, resumeFlags(c))
+			res = resultOf(run, tool, file, resumeFlags(c))
 		} else if run != nil {
 			// A refusal: show the run as stored, with the refusal.
-			res = resultOf(run, prog, file, resumeFlags(c))
+			res = resultOf(run, tool, file, resumeFlags(c))
 		} else {
 			res = errorResult(rerr.Code, rerr.Message)
 		}
 		res.Error = rerr
 		fmt.Fprintf(e.stderr, "nexa: %s\n", rerr.Message)
 	} else {
-		res = resultOf(run, prog, file, resumeFlags(c))
+		res = resultOf(run, tool, file, resumeFlags(c))
 		if res.Error != nil {
 			res.Error.Message = sec.redact(res.Error.Message)
 			if !f.quiet && run.Status != state.StatusUnknownOutcome {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nexa-run/nexa/internal/compile"
 	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/runtime/builtin"
 	"github.com/nexa-run/nexa/internal/runtime/native"
 	"github.com/nexa-run/nexa/internal/runtime/pytool"
 	"github.com/nexa-run/nexa/internal/runtime/sandbox"
@@ -53,8 +54,9 @@ func openStore(e *env, flag, wd string) (storeHandle, error) {
 func executors(e *env, detect func() (*sandbox.Bwrap, error)) map[compile.BodyKind]runtime.Executor {
 	py := pytool.New(pytool.Options{Python: e.getenv("NEXA_PYTHON"), Env: toolEnv(), Sandbox: detect})
 	return map[compile.BodyKind]runtime.Executor{
-		compile.BodyPython: py,
-		compile.BodyNative: native.New(),
+		compile.BodyPython:  py,
+		compile.BodyNative:  native.New(),
+		compile.BodyBuiltin: builtin.New(builtin.Options{Env: toolEnv()}),
 	}
 }
 

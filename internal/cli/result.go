@@ -51,12 +51,12 @@ func errorResult(code, msg string) *runResult {
 	return &runResult{Output: json.RawMessage("null"), PendingCalls: []pendingCall{}, UnknownCalls: []unknownCall{}, Error: &state.RunError{Code: code, Message: msg}}
 }
 
-// resultOf renders a run for the CLI. prog may be nil (then tool metadata
-// comes only from the journal).
+// resultOf renders a run for the CLI. tool finds a tool's declaration
+// for the pending calls' metadata; it may be nil.
 //
 // flags are the command-line flags that must be repeated on a resume (the
 // provider and store the run was started with), already shell-quoted.
-func resultOf(st *state.RunState, prog *compile.Program, file, flags string) *runResult {
+func resultOf(st *state.RunState, tool func(string) *compile.Tool, file, flags string) *runResult {
 	id := st.ID
 	r := &runResult{
 		RunID:        &id,
@@ -78,8 +78,8 @@ func resultOf(st *state.RunState, prog *compile.Program, file, flags string) *ru
 	for _, id := range runtime.PendingCallIDs(st) {
 		e := st.Entry(id)
 		pc := pendingCall{CallID: e.CallID, Tool: e.Tool, Arguments: e.Arguments, RequiresApproval: true}
-		if prog != nil {
-			if t := prog.Tool(e.Tool); t != nil {
+		if tool != nil {
+			if t := tool(e.Tool); t != nil {
 				pc.Description, pc.RiskLevel, pc.RequiresApproval, pc.Sandbox = t.Description, t.Risk, t.RequiresApproval, t.Sandbox
 			}
 		}

@@ -31,6 +31,7 @@ const (
 	CodeInterrupted        = "interrupted"
 	CodeOutputInvalid      = "output_invalid"
 	CodeStoreError         = "store_error"
+	CodeMCPError           = "mcp_error"
 	CodeInternal           = "internal_error"
 )
 

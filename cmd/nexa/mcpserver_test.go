@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// notesServer is a small MCP server over stdio for the end-to-end stories:
+// a read-only tool, an unannotated (so destructive) tool that writes a file
+// in its working directory, and a tool that kills the server mid-call.
+func notesServer() {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1.0.0"}, nil)
+	arg := func(req *mcp.CallToolRequest, k string) string {
+		var m map[string]any
+		_ = json.Unmarshal(req.Params.Arguments, &m)
+		return fmt.Sprint(m[k])
+	}
+	reply := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	nameSchema := json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)
+	srv.AddTool(&mcp.Tool{Name: "read_note", Description: "Read a note.", InputSchema: nameSchema,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			b, err := os.ReadFile(arg(req, "name") + ".note")
+			if err != nil {
+				r := reply("no such note")
+				r.IsError = true
+				return r, nil
+			}
+			return reply(string(b)), nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "write_note", Description: "Write a note.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"text":{"type":"string"}},"required":["name","text"]}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			f, err := os.OpenFile(arg(req, "name")+".note", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			fmt.Fprintln(f, arg(req, "text"))
+			return reply("written"), nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "crash", Description: "Dies mid-call.", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			os.WriteFile("crashed.txt", []byte("1"), 0o644)
+			os.Exit(3)
+			return nil, nil
+		})
+	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

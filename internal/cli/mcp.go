@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/runtime/mcptool"
+)
+
+// agentTools is what an agent exposes once its MCP servers are connected.
+type agentTools struct {
+	// agent is the agent with MCP placeholders (legacy `tool X { mcp }`
+	// blocks, which stand for a whole server) removed from its tools.
+	agent *compile.Agent
+	// extra are the servers' tools.
+	extra []*compile.Tool
+	mgr   *mcptool.Manager
+	log   io.Closer
+}
+
+// mcpSpecs are the MCP servers an agent uses, directly (uses mcp:"…") or
+// through legacy tool blocks, without duplicates, in a stable order.
+func mcpSpecs(prog *compile.Program, agent *compile.Agent) []string {
+	seen := map[string]bool{}
+	var specs []string
+	add := func(s string) {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			specs = append(specs, s)
+		}
+	}
+	for _, u := range agent.Uses {
+		if u.Kind == compile.UseMCP {
+			add(u.Name)
+		}
+	}
+	for _, name := range agent.Tools {
+		if t := prog.Tool(name); t != nil && t.Body.Kind == compile.BodyMCP {
+			add(t.Body.MCP)
+		}
+	}
+	sort.Strings(specs)
+	return specs
+}
+
+// connectMCP starts the agent's MCP servers and lists their tools. An agent
+// without servers gets back its own declaration untouched.
+func connectMCP(ctx context.Context, prog *compile.Program, agent *compile.Agent, wd, logPath string) (*agentTools, error) {
+	specs := mcpSpecs(prog, agent)
+	at := &agentTools{agent: agent}
+	if len(specs) == 0 {
+		return at, nil
+	}
+	var log io.Writer
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err == nil {
+		if fh, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+			log, at.log = fh, fh
+		}
+	}
+	mgr := mcptool.NewManager(mcptool.Options{WorkDir: wd, Log: log, ClientName: "nexa", ClientVersion: Version})
+	if err := mgr.Connect(ctx, specs...); err != nil {
+		mgr.Close()
+		at.close()
+		return nil, err
+	}
+	at.mgr = mgr
+	at.extra = mgr.Tools()
+	filtered := *agent
+	filtered.Tools = nil
+	for _, name := range agent.Tools {
+		if t := prog.Tool(name); t != nil && t.Body.Kind == compile.BodyMCP {
+			continue
+		}
+		filtered.Tools = append(filtered.Tools, name)
+	}
+	at.agent = &filtered
+	return at, nil
+}
+
+func (at *agentTools) close() {
+	if at == nil {
+		return
+	}
+	if at.mgr != nil {
+		at.mgr.Close()
+	}
+	if at.log != nil {
+		at.log.Close()
+	}
+}
+
+// lookup finds a tool among the program's and the servers'.
+func (at *agentTools) lookup(prog *compile.Program) func(string) *compile.Tool {
+	return func(name string) *compile.Tool {
+		if at != nil {
+			for _, t := range at.extra {
+				if t.Name == name {
+					return t
+				}
+			}
+		}
+		if prog == nil {
+			return nil
+		}
+		return prog.Tool(name)
+	}
+}
