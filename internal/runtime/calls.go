@@ -125,6 +125,11 @@ func (d *driver) deny(ctx context.Context, e *state.JournalEntry) error {
 // It reports false when the outcome is unknown (the entry stays started).
 func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *compile.Tool) (bool, error) {
 	exec := d.r.executors[t.Body.Kind]
+	if t.Body.Kind == compile.BodySchema {
+		// A schema-only tool block declares a tool without an
+		// implementation: the model is told so, and nothing runs.
+		return true, d.completeEntry(ctx, e, false, fmt.Sprintf("error: tool %s has no implementation in this program (it is declared by a schema-only tool block); nothing was executed", t.Name), "not_executed", false)
+	}
 	if exec == nil {
 		// Known before anything ran: answer the model.
 		return true, d.completeEntry(ctx, e, false, fmt.Sprintf("error: tool %s (%s body) cannot be executed by this build", t.Name, t.Body.Kind), "not_executed", false)
