@@ -77,7 +77,7 @@ func resultOf(st *state.RunState, tool func(string) *compile.Tool, file, flags s
 	}
 	for _, id := range runtime.PendingCallIDs(st) {
 		e := st.Entry(id)
-		pc := pendingCall{CallID: e.CallID, Tool: e.Tool, Arguments: e.Arguments, RequiresApproval: true}
+		pc := pendingCall{CallID: e.CallID, Tool: e.Tool, Arguments: e.Arguments, RequiresApproval: true, RiskLevel: e.Risk}
 		if tool != nil {
 			if t := tool(e.Tool); t != nil {
 				pc.Description, pc.RiskLevel, pc.RequiresApproval, pc.Sandbox = t.Description, t.Risk, t.RequiresApproval, t.Sandbox

@@ -524,7 +524,9 @@ func (d *driver) journalCalls(msg state.Message, turn int) []state.JournalEntry 
 		} else {
 			e.Arguments = args
 			e.Valid = true
-			e.NeedsApproval = d.r.exposed[c.Name].NeedsApproval()
+			t := d.r.exposed[c.Name]
+			e.NeedsApproval = t.NeedsApproval()
+			e.Risk = t.Risk
 		}
 		d.st.Journal = append(d.st.Journal, e)
 		out = append(out, e)

@@ -188,8 +188,11 @@ type JournalEntry struct {
 	RawArgs   string          `json:"raw_arguments,omitempty"`
 	Valid     bool            `json:"valid"`
 	Stage     Stage           `json:"stage"`
-	// NeedsApproval is the effective policy when the call was journaled.
-	NeedsApproval bool `json:"needs_approval"`
+	// NeedsApproval is the effective policy when the call was journaled,
+	// and Risk the tool's risk level then, so that an operator reading
+	// the run sees them without the program.
+	NeedsApproval bool   `json:"needs_approval"`
+	Risk          string `json:"risk_level,omitempty"`
 	// Decision is nil while pending; only an operator writes it.
 	Decision *bool  `json:"decision,omitempty"`
 	Reason   string `json:"reason,omitempty"`
