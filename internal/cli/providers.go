@@ -91,29 +91,30 @@ func resolveProvider(e *env, f *agentFlags, prog *compile.Program, agent *compil
 		lookup(up+"_BASE_URL", up+"_API_KEY", e.getenv)
 	}
 	lookup("BASE_URL", "API_KEY", sec.active)
+	var (
+		p   provider.Provider
+		err error
+	)
 	if kind == "anthropic" {
 		lookup("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", e.getenv)
-		if baseURL == "" {
-			baseURL = provider.DefaultAnthropicBaseURL
-		}
-		sec.addSecret(key)
-		a, err := provider.NewAnthropic(provider.AnthropicConfig{BaseURL: baseURL, APIKey: key, Model: name})
-		if err != nil {
-			return nil, err
-		}
-		return &resolvedProvider{provider: provider.WithRetry(a, retryPolicy(agent, onRetry)), identity: a.Identity()}, nil
-	}
-	lookup("OPENAI_BASE_URL", "OPENAI_API_KEY", e.getenv)
-	if baseURL == "" {
-		baseURL = provider.DefaultOpenAIBaseURL
+		p, err = provider.NewAnthropic(provider.AnthropicConfig{BaseURL: or(baseURL, provider.DefaultAnthropicBaseURL), APIKey: key, Model: name})
+	} else {
+		lookup("OPENAI_BASE_URL", "OPENAI_API_KEY", e.getenv)
+		p, err = provider.NewOpenAI(provider.OpenAIConfig{BaseURL: or(baseURL, provider.DefaultOpenAIBaseURL), APIKey: key, Model: name})
 	}
 	sec.addSecret(key)
-	o, err := provider.NewOpenAI(provider.OpenAIConfig{BaseURL: baseURL, APIKey: key, Model: name})
 	if err != nil {
 		return nil, err
 	}
-	p := provider.WithRetry(o, retryPolicy(agent, onRetry))
-	return &resolvedProvider{provider: p, identity: o.Identity()}, nil
+	return &resolvedProvider{provider: provider.WithRetry(p, retryPolicy(agent, onRetry)), identity: p.Identity()}, nil
+}
+
+// or returns s, or def when s is empty.
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // retryPolicy takes the agent's retry setting (default 3 retries).
