@@ -36,6 +36,9 @@ type inspectTool struct {
 	Timeout          int             `json:"timeout"`
 	Idempotent       bool            `json:"idempotent"`
 	Body             string          `json:"body"`
+	// Category is the @tool category, or the namespace of a built-in
+	// tool ("std.fs").
+	Category string `json:"category,omitempty"`
 }
 
 type inspectAgent struct {
@@ -67,6 +70,7 @@ func toInspectJSON(p *compile.Program) inspectJSON {
 			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Returns: t.Returns,
 			RiskLevel: t.Risk, RequiresApproval: t.RequiresApproval, NeedsApproval: t.NeedsApproval(),
 			Sandbox: t.Sandbox, Timeout: t.Timeout, Idempotent: t.Idempotent, Body: string(t.Body.Kind),
+			Category: t.Category,
 		})
 	}
 	for _, a := range p.Agents {
@@ -156,7 +160,11 @@ func writeInspectText(w io.Writer, p *compile.Program, st *diagStyle) {
 		if t.Idempotent {
 			extra += ", idempotent"
 		}
-		fmt.Fprintf(w, "  %s  risk %s, %s, timeout %ds, %s body%s\n", st.bold.Sprint(t.Name), t.Risk, policy, t.Timeout, t.Body.Kind, extra)
+		body := string(t.Body.Kind) + " body"
+		if t.Body.Kind == compile.BodyBuiltin && t.Category != "" {
+			body += " (" + t.Category + ")"
+		}
+		fmt.Fprintf(w, "  %s  risk %s, %s, timeout %ds, %s%s\n", st.bold.Sprint(t.Name), t.Risk, policy, t.Timeout, body, extra)
 		if t.Description != "" {
 			fmt.Fprintf(w, "    %s\n", t.Description)
 		}

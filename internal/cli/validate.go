@@ -41,8 +41,22 @@ compile errors or FILE does not exist, 1 when FILE cannot be read.`,
 			} else {
 				renderDiagnostics(e.stderr, diags, newDiagStyle(colorEnabled(e, e.stderr)))
 				if prog != nil {
-					fmt.Fprintf(e.stdout, "%s: valid (%s, %s, %s, %s)\n", path,
-						diagPlural(len(prog.Tools), "tool"), diagPlural(len(prog.Agents), "agent"),
+					// the program's own tools, then the built-in ones its
+					// agents bring in with uses std.NS
+					own, builtin := 0, 0
+					for _, t := range prog.Tools {
+						if t.Body.Kind == compile.BodyBuiltin {
+							builtin++
+						} else {
+							own++
+						}
+					}
+					tools := diagPlural(own, "tool")
+					if builtin > 0 {
+						tools += ", " + diagPlural(builtin, "built-in tool")
+					}
+					fmt.Fprintf(e.stdout, "%s: valid (%s, %s, %s, %s)\n", path, tools,
+						diagPlural(len(prog.Agents), "agent"),
 						diagPlural(len(prog.Protocols), "protocol"), diagPlural(len(diags.Warnings()), "warning"))
 				} else {
 					fmt.Fprintf(e.stderr, "%s: %s, %s\n", path,

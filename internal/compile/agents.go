@@ -1,11 +1,14 @@
 package compile
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/nexa-run/nexa/internal/lang"
+	"github.com/nexa-run/nexa/internal/stdlib"
 )
 
 // agentProps are the properties with meaning for nexa agent.
@@ -19,9 +22,6 @@ var agentDecorators = map[string][2]string{
 	"retry":       {"max_attempts", "retry"},
 	"temperature": {"value", "temperature"},
 }
-
-// StdNamespaces are the built-in tool namespaces of runtime.md 8.
-var StdNamespaces = []string{"fs", "shell", "http", "time", "json", "text", "hash", "math", "regex"}
 
 func (c *compiler) compileAgent(ad *agentDecl, prog *Program) *Agent {
 	d := ad.decl
@@ -263,7 +263,7 @@ func (c *compiler) resolveUses(a *Agent, d *lang.Agent, prog *Program) {
 		toolNames[n] = true
 	}
 	exposed := map[string]bool{}
-	var toolList []string // sorted tool names, computed for the first suggestion
+	var toolList []string // sorted tool names (and built-in ones), computed for the first suggestion
 	if len(d.Uses) == 0 {
 		a.ImplicitTools = true
 		for _, t := range c.tools {
@@ -292,15 +292,45 @@ func (c *compiler) resolveUses(a *Agent, d *lang.Agent, prog *Program) {
 			c.warnAt(u.Pos, lang.CodeSkill, "skill documents give the agent no tools in nexa agent",
 				"skill document %q of agent %s accepted, no effect in nexa agent", u.File.Value(), a.Name)
 		case len(u.Path) >= 2 && u.Path[0] == "std":
-			ns := strings.Join(u.Path[1:], ".")
-			a.Uses = append(a.Uses, Use{Kind: UseStd, Name: "std." + ns})
-			if !contains(StdNamespaces, ns) {
-				hint := "built-in namespaces: std." + strings.Join(StdNamespaces, ", std.")
-				if best := c.closest(ns, StdNamespaces); best != "" {
-					hint = fmt.Sprintf("did you mean `std.%s`?", best)
+			entry := strings.Join(u.Path, ".")
+			a.Uses = append(a.Uses, Use{Kind: UseStd, Name: entry})
+			if tools, ok := stdlib.Tools(entry); ok {
+				// std.NS: every tool of the namespace
+				for _, t := range tools {
+					exposed[t.Name] = true
+					c.useBuiltin(t.Name, a.Name, entry, u.Pos)
 				}
-				c.warnAt(u.Pos, lang.CodeUnknownTool, hint, "unknown built-in namespace `std.%s` in agent %s; it gives no tools", ns, a.Name)
+				continue
 			}
+			if tools, ok := stdlib.Tools(stdlib.Prefix + u.Path[1]); ok && len(u.Path) == 3 {
+				// std.NS.TOOL: one tool of the namespace
+				if t, found := findBuiltin(tools, u.Path[2]); found {
+					exposed[t.Name] = true
+					c.useBuiltin(t.Name, a.Name, entry, u.Pos)
+					continue
+				}
+				names := make([]string, len(tools))
+				for i, t := range tools {
+					names[i] = t.Name
+				}
+				hint := fmt.Sprintf("the tools of %s%s are %s", stdlib.Prefix, u.Path[1], strings.Join(names, ", "))
+				if best := c.closest(u.Path[2], names); best != "" {
+					hint = fmt.Sprintf("did you mean `%s%s.%s`?", stdlib.Prefix, u.Path[1], best)
+				}
+				c.errorAt(u.Pos, lang.CodeUnknownTool, hint, "agent %s uses unknown built-in tool `%s`", a.Name, entry)
+				continue
+			}
+			ns := strings.Join(u.Path[1:], ".")
+			namespaces := stdlib.Namespaces()
+			short := make([]string, len(namespaces))
+			for i, n := range namespaces {
+				short[i] = strings.TrimPrefix(n, stdlib.Prefix)
+			}
+			hint := "built-in namespaces: " + strings.Join(namespaces, ", ")
+			if best := c.closest(ns, short); best != "" {
+				hint = fmt.Sprintf("did you mean `std.%s`?", best)
+			}
+			c.warnAt(u.Pos, lang.CodeUnknownTool, hint, "unknown built-in namespace `std.%s` in agent %s; it gives no tools", ns, a.Name)
 		default:
 			name := strings.Join(u.Path, ".")
 			a.Uses = append(a.Uses, Use{Kind: UseTool, Name: name})
@@ -308,9 +338,23 @@ func (c *compiler) resolveUses(a *Agent, d *lang.Agent, prog *Program) {
 				exposed[name] = true
 				continue
 			}
+			if _, ok := stdlib.Lookup(name); ok {
+				// a built-in tool by its plain name, when no tool of the
+				// program has that name
+				exposed[name] = true
+				c.useBuiltin(name, a.Name, name, u.Pos)
+				continue
+			}
 			hint := "declare it with @tool(\"…\") fn " + name + "(…) or include the file that does"
 			if toolList == nil {
-				toolList = sortedKeys(toolNames)
+				candidates := map[string]bool{}
+				for n := range toolNames {
+					candidates[n] = true
+				}
+				for _, t := range stdlib.All() {
+					candidates[t.Name] = true
+				}
+				toolList = sortedKeys(candidates)
 			}
 			if best := c.closest(name, toolList); best != "" {
 				hint = fmt.Sprintf("did you mean `%s`?", best)
@@ -322,4 +366,86 @@ func (c *compiler) resolveUses(a *Agent, d *lang.Agent, prog *Program) {
 	}
 	a.Tools = sortedKeys(exposed)
 	sort.Strings(a.Tools)
+}
+
+// builtinUse is the first uses entry that exposed a built-in tool: a tool
+// of the program with the same name is an error that points at it.
+type builtinUse struct {
+	agent string
+	entry string // as written: "std.fs", "std.fs.file_read" or "file_read"
+	pos   lang.Position
+}
+
+// useBuiltin records that agent exposes the built-in tool name through
+// entry, so that finish adds the tool to the program once.
+func (c *compiler) useBuiltin(name, agent, entry string, pos lang.Position) {
+	if _, seen := c.builtins[name]; seen {
+		return
+	}
+	if c.builtins == nil {
+		c.builtins = map[string]builtinUse{}
+	}
+	c.builtins[name] = builtinUse{agent: agent, entry: entry, pos: pos}
+}
+
+// findBuiltin returns the tool of that name among tools.
+func findBuiltin(tools []stdlib.Tool, name string) (stdlib.Tool, bool) {
+	for _, t := range tools {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return stdlib.Tool{}, false
+}
+
+// addBuiltins appends to the program every built-in tool some agent
+// exposes, once each and in the order of stdlib (namespace by namespace),
+// after the program's own tools. A tool of the program with the name of
+// one of them is an error: the agents using the namespace would see two
+// tools of that name.
+func (c *compiler) addBuiltins(prog *Program) {
+	if len(c.builtins) == 0 {
+		return
+	}
+	for _, t := range c.tools {
+		name := t.decl.DeclName()
+		use, clash := c.builtins[name]
+		if !clash {
+			continue
+		}
+		d, _ := stdlib.Lookup(name)
+		np := t.decl.NamePos()
+		c.add(Diagnostic{
+			File: np.Filename, Line: np.Line, Column: np.Column, Code: lang.CodeDuplicate,
+			Message: fmt.Sprintf("tool `%s` has the name of the built-in tool %s of %s, which agent %s uses (%s at %s:%d:%d)",
+				name, name, d.Namespace, use.agent, use.entry, use.pos.Filename, use.pos.Line, use.pos.Column),
+			Hint:     "rename the tool: an agent that uses " + d.Namespace + " would see two tools named " + name,
+			Severity: lang.SeverityError,
+			Related:  []lang.Related{{File: use.pos.Filename, Line: use.pos.Line, Column: use.pos.Column, Message: use.entry + " used here"}},
+		})
+	}
+	for _, d := range stdlib.All() {
+		if _, used := c.builtins[d.Name]; used {
+			prog.Tools = append(prog.Tools, builtinTool(d))
+		}
+	}
+}
+
+// builtinTool is the IR of a built-in tool: its declaration in stdlib, run
+// by the runtime's builtin executor.
+func builtinTool(d stdlib.Tool) *Tool {
+	params := d.Parameters
+	var b bytes.Buffer
+	if json.Compact(&b, d.Parameters) == nil {
+		params = b.Bytes() // the same schema, written like the program's own
+	}
+	returns := d.Returns
+	if returns == "" {
+		returns = "string"
+	}
+	return &Tool{
+		Name: d.Name, Description: d.Description, Parameters: params, Returns: returns,
+		Risk: d.Risk, Timeout: d.Timeout, Idempotent: d.Idempotent, Category: d.Namespace,
+		Body: Body{Kind: BodyBuiltin},
+	}
 }

@@ -107,8 +107,7 @@ type protoDecl struct {
 }
 
 type aliasDecl struct {
-	decl      *lang.TypeDecl
-	resolving bool
+	decl *lang.TypeDecl
 }
 
 type compiler struct {
@@ -135,6 +134,19 @@ type compiler struct {
 	// names of tools whose declarations had syntax errors
 	brokenTools []string
 	extra       [][]byte // bytes of legacy python files, hashed with the sources
+	scratch     []byte   // reused buffer for writing schemas
+	// aliases being resolved (a type alias that refers to itself is an
+	// error), innermost last
+	aliasStack []*aliasDecl
+	// built-in tools exposed by some agent, with the first uses entry
+	// that exposed each
+	builtins map[string]builtinUse
+
+	// A fork (see compileTools) compiles tools in parallel with others:
+	// it must not touch shared state, so instead of asking for a
+	// suggestion it sets probed, and its diagnostics stay its own.
+	fork   bool
+	probed bool
 }
 
 func newCompiler(opts Options) *compiler {
@@ -361,8 +373,8 @@ func (c *compiler) finish() (*Program, Diagnostics) {
 			Name: p.decl.DeclName(), Schema: compactJSON(sch), File: p.src.path, Line: p.decl.Pos.Line,
 		})
 	}
-	for _, t := range c.tools {
-		if ir := c.compileTool(t); ir != nil {
+	for _, ir := range c.compileTools() {
+		if ir != nil {
 			prog.Tools = append(prog.Tools, ir)
 		}
 	}
@@ -371,6 +383,7 @@ func (c *compiler) finish() (*Program, Diagnostics) {
 			prog.Agents = append(prog.Agents, ir)
 		}
 	}
+	c.addBuiltins(prog)
 	prog.SecretFiles = c.secrets
 	prog.ActiveConfig = c.config
 	c.attachSources()
@@ -515,6 +528,12 @@ const maxSuggestions = 200
 
 // closest suggests the candidate nearest to name, within the budget.
 func (c *compiler) closest(name string, candidates []string) string {
+	if c.fork {
+		// the budget is spent in program order: leave this to the
+		// sequential pass (see compileTools)
+		c.probed = true
+		return ""
+	}
 	if c.suggestions >= maxSuggestions {
 		return ""
 	}

@@ -16,12 +16,16 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 func irDump(p *Program) map[string]any {
 	tools := []any{}
 	for _, t := range p.Tools {
+		pyFile := t.Body.PythonFile
+		if pyFile != "" {
+			pyFile = relativeTo(t.File, pyFile)
+		}
 		tools = append(tools, map[string]any{
 			"name": t.Name, "description": t.Description, "parameters": t.Parameters, "returns": t.Returns,
 			"risk_level": t.Risk, "requires_approval": t.RequiresApproval, "needs_approval": t.NeedsApproval(),
 			"sandbox": t.Sandbox, "timeout": t.Timeout, "idempotent": t.Idempotent, "category": t.Category,
 			"line": t.Line, "file": t.File,
-			"body": map[string]any{"kind": t.Body.Kind, "python": t.Body.Python, "python_file": relativeTo(t.File, t.Body.PythonFile),
+			"body": map[string]any{"kind": t.Body.Kind, "python": t.Body.Python, "python_file": pyFile,
 				"mcp": t.Body.MCP, "native": t.Body.Native},
 		})
 	}

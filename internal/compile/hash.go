@@ -1,10 +1,14 @@
 package compile
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
 )
 
 // hashVersion changes whenever the canonical encoding changes, so that an
@@ -18,41 +22,65 @@ const hashVersion = "nexa-ir-1"
 // name their file by its index in Files. Tests and tools use it to see what
 // the hash depends on.
 func CanonicalIR(p *Program) ([]byte, error) {
-	fileIdx := map[string]int{}
+	w := canonicalIR(p)
+	out := make([]byte, 0, w.size())
+	for _, c := range w.chunks {
+		out = append(out, c...)
+	}
+	return append(out, w.b...), nil
+}
+
+// canonicalIR writes the canonical IR into a chunked writer: big programs
+// give megabytes of IR, and chunks avoid copying them over and over as one
+// buffer grows (the hash reads the chunks in order).
+func canonicalIR(p *Program) *jw {
+	fileIdx := make(map[string]int, len(p.Files))
 	for i, f := range p.Files {
 		fileIdx[f] = i
 	}
-	w := &jw{b: make([]byte, 0, 1<<16)}
+	w := &jw{b: make([]byte, 0, jwChunk+jwSlack)}
 	w.open()
 	w.field("version", hashVersion)
 	w.field("active_config", p.ActiveConfig)
 	w.key("tools")
 	w.b = append(w.b, '[')
-	for i, t := range p.Tools {
-		if i > 0 {
-			w.b = append(w.b, ',')
+	if workers := min(runtime.GOMAXPROCS(0), len(p.Tools)/parallelIRTools); workers > 1 {
+		// big programs: the tools are encoded in parts, in parallel,
+		// and the parts' chunks joined in order
+		parts := make([]*jw, workers)
+		var failed atomic.Bool
+		var wg sync.WaitGroup
+		for k := range parts {
+			parts[k] = &jw{b: make([]byte, 0, jwChunk+jwSlack)}
+			wg.Add(1)
+			go func(k int) {
+				defer wg.Done()
+				defer func() {
+					if recover() != nil {
+						failed.Store(true) // encode sequentially instead
+					}
+				}()
+				for i := k * len(p.Tools) / workers; i < (k+1)*len(p.Tools)/workers; i++ {
+					writeTool(parts[k], p, i)
+				}
+			}(k)
 		}
-		w.open()
-		w.field("name", t.Name)
-		w.field("description", t.Description)
-		w.field("parameters", t.Parameters)
-		w.field("returns", t.Returns)
-		w.field("risk_level", t.Risk)
-		w.field("requires_approval", t.RequiresApproval)
-		w.field("sandbox", t.Sandbox)
-		w.field("timeout", t.Timeout)
-		w.field("idempotent", t.Idempotent)
-		w.field("category", t.Category)
-		w.key("body")
-		w.open()
-		w.field("kind", string(t.Body.Kind))
-		w.field("python", t.Body.Python)
-		w.field("python_file", relToMain(p, t.Body.PythonFile))
-		w.field("mcp", t.Body.MCP)
-		w.key("native")
-		w.b = appendStmts(w.b, t.Body.Native)
-		w.close()
-		w.close()
+		wg.Wait()
+		if failed.Load() {
+			for i := range p.Tools {
+				writeTool(w, p, i)
+			}
+		} else {
+			w.chunks = append(w.chunks, w.b)
+			for _, part := range parts {
+				w.chunks = append(append(w.chunks, part.chunks...), part.b)
+			}
+			w.b = make([]byte, 0, jwChunk+jwSlack)
+		}
+	} else {
+		for i := range p.Tools {
+			writeTool(w, p, i)
+		}
 	}
 	w.b = append(w.b, ']')
 	w.key("agents")
@@ -88,6 +116,7 @@ func CanonicalIR(p *Program) ([]byte, error) {
 		w.field("requires", a.Requires)
 		w.field("ensures", a.Ensures)
 		w.close()
+		w.flush()
 	}
 	w.b = append(w.b, ']')
 	w.key("protocols")
@@ -100,6 +129,7 @@ func CanonicalIR(p *Program) ([]byte, error) {
 		w.field("name", pr.Name)
 		w.field("schema", pr.Schema)
 		w.close()
+		w.flush()
 	}
 	w.b = append(w.b, ']')
 	w.key("declarations")
@@ -109,21 +139,109 @@ func CanonicalIR(p *Program) ([]byte, error) {
 			w.b = append(w.b, ',')
 		}
 		w.open()
-		w.field("kind", d.Kind)
-		w.field("name", d.Name)
-		w.field("file", fileIdx[d.File])
-		w.field("line", d.Line)
+		w.str("kind", d.Kind)
+		w.str("name", d.Name)
+		w.int("file", fileIdx[d.File])
+		w.int("line", d.Line)
 		w.close()
+		w.flush()
 	}
 	w.b = append(w.b, ']')
 	w.close()
-	return w.b, nil
+	return w
 }
 
-// jw writes a JSON object field by field.
+// parallelIRTools is the number of tools per core from which canonicalIR
+// encodes tools in parallel (a variable for tests).
+var parallelIRTools = 256
+
+// writeTool writes tool i of p, preceded by a comma unless it is the first.
+func writeTool(w *jw, p *Program, i int) {
+	t := p.Tools[i]
+	if i > 0 {
+		w.b = append(w.b, ',')
+	}
+	w.open()
+	w.str("name", t.Name)
+	w.str("description", t.Description)
+	w.raw("parameters", t.Parameters)
+	w.str("returns", t.Returns)
+	w.str("risk_level", t.Risk)
+	w.bool("requires_approval", t.RequiresApproval)
+	w.bool("sandbox", t.Sandbox)
+	w.int("timeout", t.Timeout)
+	w.bool("idempotent", t.Idempotent)
+	w.str("category", t.Category)
+	w.key("body")
+	w.open()
+	w.str("kind", string(t.Body.Kind))
+	w.str("python", t.Body.Python)
+	w.str("python_file", relToMain(p, t.Body.PythonFile))
+	w.str("mcp", t.Body.MCP)
+	w.key("native")
+	w.b = appendStmts(w.b, t.Body.Native)
+	w.close()
+	w.close()
+	w.flush()
+}
+
+// jwChunk is the size at which the IR writer starts a new chunk; jwSlack
+// leaves room for the element that crosses it.
+const (
+	jwChunk = 64 << 10
+	jwSlack = 4 << 10
+)
+
+// jw writes a JSON object field by field, into b and, once b is full,
+// into further chunks (see canonicalIR).
 type jw struct {
-	b     []byte
-	fresh bool // no field written yet in the current object
+	b      []byte
+	chunks [][]byte // full chunks written before b
+	fresh  bool     // no field written yet in the current object
+}
+
+// flush starts a new chunk when the current one is full. It is called
+// between elements, so a chunk may end in the middle of the JSON text but
+// the chunks concatenated are the text.
+func (w *jw) flush() {
+	if len(w.b) < jwChunk {
+		return
+	}
+	w.chunks = append(w.chunks, w.b)
+	w.b = make([]byte, 0, jwChunk+jwSlack)
+}
+
+// size is the total length written.
+func (w *jw) size() int {
+	n := len(w.b)
+	for _, c := range w.chunks {
+		n += len(c)
+	}
+	return n
+}
+
+func (w *jw) str(k, v string) {
+	w.key(k)
+	w.b = appendString(w.b, v)
+}
+
+func (w *jw) raw(k string, v json.RawMessage) {
+	w.key(k)
+	if len(v) == 0 {
+		w.b = append(w.b, "null"...)
+		return
+	}
+	w.b = append(w.b, v...)
+}
+
+func (w *jw) bool(k string, v bool) {
+	w.key(k)
+	w.b = strconv.AppendBool(w.b, v)
+}
+
+func (w *jw) int(k string, v int) {
+	w.key(k)
+	w.b = strconv.AppendInt(w.b, int64(v), 10)
 }
 
 func (w *jw) open() {
@@ -163,16 +281,16 @@ func relToMain(p *Program, path string) string {
 // length and bytes of every source file in program order (and the bytes of
 // legacy python: files, which are source too).
 func (c *compiler) hash(p *Program) string {
-	ir, err := CanonicalIR(p)
-	if err != nil {
-		// the IR holds only encodable values; keep the hash defined
-		ir = []byte(err.Error())
-	}
+	ir := canonicalIR(p)
 	h := sha256.New()
-	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "%s\n%d\n", hashVersion, len(ir))
-	h.Write(buf.Bytes())
-	h.Write(ir)
+	var num [20]byte
+	h.Write([]byte(hashVersion + "\n"))
+	h.Write(strconv.AppendInt(num[:0], int64(ir.size()), 10))
+	h.Write([]byte("\n"))
+	for _, chunk := range ir.chunks {
+		h.Write(chunk)
+	}
+	h.Write(ir.b)
 	for _, s := range c.sources {
 		fmt.Fprintf(h, "\nsource %d\n", len(s.data))
 		h.Write(s.data)

@@ -35,12 +35,14 @@ type Tool struct {
 	RequiresApproval bool            `json:"requires_approval"`
 	Sandbox          bool            `json:"sandbox"`
 	// Timeout is in seconds (default 60).
-	Timeout    int    `json:"timeout"`
-	Idempotent bool   `json:"idempotent"`
-	Category   string `json:"category,omitempty"`
-	Body       Body   `json:"-"`
-	File       string `json:"-"`
-	Line       int    `json:"-"`
+	Timeout    int  `json:"timeout"`
+	Idempotent bool `json:"idempotent"`
+	// Category is the @tool category setting, or the namespace of a
+	// built-in tool ("std.fs"), so that listings can group tools.
+	Category string `json:"category,omitempty"`
+	Body     Body   `json:"-"`
+	File     string `json:"-"`
+	Line     int    `json:"-"`
 }
 
 // NeedsApproval is the effective approval policy: an explicit
@@ -61,7 +63,9 @@ const (
 	BodyBuiltin BodyKind = "builtin"
 )
 
-// Body is how a tool is implemented; exactly the fields of its Kind are set.
+// Body is how a tool is implemented; exactly the fields of its Kind are set
+// (none for BodyBuiltin: the runtime's builtin executor runs the tool of
+// internal/stdlib with the tool's Name).
 type Body struct {
 	Kind BodyKind
 	// Python is the dedented text of a python! body.
@@ -87,7 +91,9 @@ type Agent struct {
 	Model  string `json:"model"`
 	// ModelFallbacks are the `fallback:` entries of a list-form model.
 	ModelFallbacks []string `json:"model_fallbacks,omitempty"`
-	// Tools are the exposed tool names, sorted.
+	// Tools are the exposed tool names, sorted: the program's tools and
+	// the built-in tools of its std entries (by their plain names, each a
+	// tool of Program.Tools).
 	Tools []string `json:"tools"`
 	// ImplicitTools is true when the agent has no uses clause and so sees
 	// every @tool function.
@@ -142,8 +148,9 @@ const (
 // Use is one entry of an agent's uses clause.
 type Use struct {
 	Kind UseKind `json:"kind"`
-	// Name is the tool name, the namespace ("std.fs"), the MCP server
-	// spec, or the skill file path.
+	// Name is the tool name, the namespace ("std.fs") or single built-in
+	// tool ("std.fs.file_read"), the MCP server spec, or the skill file
+	// path.
 	Name string `json:"name"`
 }
 

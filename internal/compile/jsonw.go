@@ -22,13 +22,13 @@ func appendJSON(b []byte, v any) []byte {
 			return append(b, "null"...)
 		}
 		b = append(b, '{')
-		for i, k := range x.keys {
+		for i := range x.m {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, k)
+			b = appendString(b, x.m[i].k)
 			b = append(b, ':')
-			b = appendJSON(b, x.vals[i])
+			b = appendJSON(b, x.m[i].v)
 		}
 		return append(b, '}')
 	case json.RawMessage:

@@ -12,43 +12,83 @@ import (
 // obj is a JSON object that keeps its keys in insertion order, so that
 // generated schemas read in a natural order (type first, properties in
 // declaration order) and encode the same bytes on every run. Objects are
-// small, so a slice with linear lookup beats a map.
+// small, so a slice with linear lookup beats a map, and the first few
+// members live inside the object (one allocation for a typical schema).
+//
+// Schemas returned by resolveType may be shared (the primitive schemas
+// below, protocol schemas): clone one before changing it.
 type obj struct {
-	keys []string
-	vals []any
+	m      []member
+	inline [4]member
 }
 
-func newObj() *obj { return &obj{} }
+// member is one key and value of an obj.
+type member struct {
+	k string
+	v any
+}
+
+func newObj() *obj {
+	o := &obj{}
+	o.m = o.inline[:0]
+	return o
+}
 
 func (o *obj) set(k string, v any) *obj {
-	for i, key := range o.keys {
-		if key == k {
-			o.vals[i] = v
+	for i := range o.m {
+		if o.m[i].k == k {
+			o.m[i].v = v
 			return o
 		}
 	}
-	o.keys = append(o.keys, k)
-	o.vals = append(o.vals, v)
+	o.m = append(o.m, member{k, v})
 	return o
 }
 
 func (o *obj) get(k string) (any, bool) {
-	for i, key := range o.keys {
-		if key == k {
-			return o.vals[i], true
+	for i := range o.m {
+		if o.m[i].k == k {
+			return o.m[i].v, true
 		}
 	}
 	return nil, false
 }
 
 func (o *obj) clone() *obj {
-	return &obj{keys: append([]string(nil), o.keys...), vals: append([]any(nil), o.vals...)}
+	c := &obj{}
+	c.m = append(c.inline[:0], o.m...)
+	return c
 }
 
 // MarshalJSON encodes the keys in insertion order.
 func (o *obj) MarshalJSON() ([]byte, error) {
 	return appendJSON(nil, o), nil
 }
+
+// The schemas of the primitive types, shared by every use (never changed:
+// see obj), and their nullable forms.
+var (
+	schemaString      = newObj().set("type", "string")
+	schemaInteger     = newObj().set("type", "integer")
+	schemaNumber      = newObj().set("type", "number")
+	schemaBoolean     = newObj().set("type", "boolean")
+	schemaNull        = newObj().set("type", "null")
+	schemaAny         = newObj()
+	nullableSchemas   = map[*obj]*obj{}
+	primitiveNullable = []*obj{schemaString, schemaInteger, schemaNumber, schemaBoolean, schemaNull}
+)
+
+func init() {
+	for _, s := range primitiveNullable {
+		nullableSchemas[s] = nullableOf(s)
+	}
+}
+
+// typeCtx names what is being typed ("parameter q of tool search"), for
+// messages; it is only joined into text when a message needs it.
+type typeCtx [4]string
+
+func (t typeCtx) String() string { return t[0] + t[1] + t[2] + t[3] }
 
 // typeInfo is a resolved type: its schema and whether null is allowed.
 type typeInfo struct {
@@ -81,11 +121,14 @@ func (c *compiler) typeNames() []string {
 
 // resolveType maps a type expression to JSON Schema, reporting unknown
 // names. ctx names what is being typed, for messages.
-func (c *compiler) resolveType(t *lang.TypeExpr, ctx string) typeInfo {
+func (c *compiler) resolveType(t *lang.TypeExpr, ctx typeCtx) typeInfo {
 	if t == nil || len(t.Alts) == 0 {
-		return typeInfo{schema: newObj().set("type", "string")}
+		return typeInfo{schema: schemaString}
 	}
-	var alts []typeInfo
+	if len(t.Alts) == 1 {
+		return c.resolveTerm(t.Alts[0], ctx)
+	}
+	alts := make([]typeInfo, 0, len(t.Alts))
 	optional := false
 	for _, term := range t.Alts {
 		ti := c.resolveTerm(term, ctx)
@@ -97,14 +140,14 @@ func (c *compiler) resolveType(t *lang.TypeExpr, ctx string) typeInfo {
 	if len(alts) == 1 {
 		return alts[0]
 	}
-	var schemas []any
+	schemas := make([]any, 0, len(alts))
 	for _, a := range alts {
 		schemas = append(schemas, a.schema)
 	}
 	return typeInfo{schema: newObj().set("anyOf", schemas), optional: optional}
 }
 
-func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx string) typeInfo {
+func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 	name := t.Name
 	args := t.TypeArgs()
 	pos := t.Pos
@@ -112,7 +155,7 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx string) typeInfo {
 		// a quoted type name counts as that type: "int", "list[str]"
 		inner, ok := c.parseQuotedType(t.Quoted)
 		if !ok {
-			return typeInfo{schema: newObj().set("type", "string")}
+			return typeInfo{schema: schemaString}
 		}
 		ti := c.resolveType(inner, ctx)
 		if t.Optional {
@@ -123,15 +166,15 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx string) typeInfo {
 	var ti typeInfo
 	switch name {
 	case "string", "str":
-		ti.schema = newObj().set("type", "string")
+		ti.schema = schemaString
 	case "int", "integer":
-		ti.schema = newObj().set("type", "integer")
+		ti.schema = schemaInteger
 	case "float", "number":
-		ti.schema = newObj().set("type", "number")
+		ti.schema = schemaNumber
 	case "bool", "boolean":
-		ti.schema = newObj().set("type", "boolean")
+		ti.schema = schemaBoolean
 	case "any":
-		ti.schema = newObj()
+		ti.schema = schemaAny
 	case "list":
 		ti.schema = newObj().set("type", "array")
 		if len(args) > 1 {
@@ -163,18 +206,18 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx string) typeInfo {
 		// Result[T, E] (2.x): the value is either a T or an E
 		if len(args) != 2 {
 			c.errorAt(pos, lang.CodeUnknownType, "write Result[T, E]", "Result takes two type arguments, found %d", len(args))
-			ti.schema = newObj().set("type", "string")
+			ti.schema = schemaString
 			break
 		}
 		ok := c.resolveType(args[0], ctx)
 		bad := c.resolveType(args[1], ctx)
 		ti.schema = newObj().set("anyOf", []any{nullable(ok), nullable(bad)})
 	case "unit":
-		ti.schema = newObj().set("type", "null")
+		ti.schema = schemaNull
 	case "Option", "Optional":
 		if len(args) != 1 {
 			c.errorAt(pos, lang.CodeUnknownType, "write Option[T]", "%s takes one type argument, found %d", name, len(args))
-			ti.schema = newObj().set("type", "string")
+			ti.schema = schemaString
 		} else {
 			ti = c.resolveType(args[0], ctx)
 		}
@@ -190,7 +233,7 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx string) typeInfo {
 				hint = fmt.Sprintf("did you mean `%s`?", best)
 			}
 			c.errorAt(pos, lang.CodeUnknownType, hint, "unknown type `%s` in %s", name, ctx)
-			ti.schema = newObj().set("type", "string")
+			ti.schema = schemaString
 		}
 		if len(args) > 0 {
 			c.errorAt(pos, lang.CodeUnknownType, "only list, dict, Option and Result take type arguments",
@@ -215,7 +258,14 @@ func nullable(ti typeInfo) *obj {
 	if !ti.optional {
 		return ti.schema
 	}
-	s := ti.schema
+	if n, ok := nullableSchemas[ti.schema]; ok {
+		return n
+	}
+	return nullableOf(ti.schema)
+}
+
+// nullableOf is the schema s with null allowed.
+func nullableOf(s *obj) *obj {
 	if tv, ok := s.get("type"); ok {
 		if ts, ok := tv.(string); ok {
 			out := s.clone()
@@ -223,12 +273,12 @@ func nullable(ti typeInfo) *obj {
 			return out
 		}
 	}
-	if _, ok := s.get("anyOf"); ok && len(s.keys) == 1 {
+	if _, ok := s.get("anyOf"); ok && len(s.m) == 1 {
 		alts, _ := s.get("anyOf")
 		list := append([]any{}, alts.([]any)...)
 		return newObj().set("anyOf", append(list, newObj().set("type", "null")))
 	}
-	if len(s.keys) == 0 {
+	if len(s.m) == 0 {
 		return s // any: null included
 	}
 	return newObj().set("anyOf", []any{s, newObj().set("type", "null")})
@@ -251,6 +301,12 @@ func (c *compiler) protocolSchema(p *protoDecl, at lang.Position) *obj {
 	if p.schema != nil {
 		return p.schema
 	}
+	if c.fork {
+		// (every schema is computed before tools are, so this does not
+		// happen; a fork must not compute one)
+		c.probed = true
+		return newObj().set("type", "object")
+	}
 	if p.resolving {
 		c.errorAt(at, lang.CodeUnknownType, "use a list or an optional field for recursive data, or flatten it",
 			"protocol %s contains itself", p.decl.DeclName())
@@ -265,7 +321,7 @@ func (c *compiler) protocolSchema(p *protoDecl, at lang.Position) *obj {
 			c.errorAt(f.Pos, lang.CodeDuplicate, "remove one of them", "field `%s` appears twice in protocol %s", name, p.decl.DeclName())
 			continue
 		}
-		ti := c.resolveType(f.Type, "field "+name+" of protocol "+p.decl.DeclName())
+		ti := c.resolveType(f.Type, typeCtx{"field ", name, " of protocol ", p.decl.DeclName()})
 		props.set(name, nullable(ti))
 		required = append(required, name)
 	}
@@ -277,13 +333,15 @@ func (c *compiler) protocolSchema(p *protoDecl, at lang.Position) *obj {
 
 // aliasType resolves a `type Name = T @ "constraint"` declaration; the
 // constraint becomes the schema's description.
-func (c *compiler) aliasType(a *aliasDecl, at lang.Position, ctx string) typeInfo {
-	if a.resolving {
-		c.errorAt(at, lang.CodeUnknownType, "a type alias cannot refer to itself", "type %s refers to itself", a.decl.Name.Name)
-		return typeInfo{schema: newObj().set("type", "string")}
+func (c *compiler) aliasType(a *aliasDecl, at lang.Position, ctx typeCtx) typeInfo {
+	for _, r := range c.aliasStack {
+		if r == a {
+			c.errorAt(at, lang.CodeUnknownType, "a type alias cannot refer to itself", "type %s refers to itself", a.decl.Name.Name)
+			return typeInfo{schema: schemaString}
+		}
 	}
-	a.resolving = true
-	defer func() { a.resolving = false }()
+	c.aliasStack = append(c.aliasStack, a)
+	defer func() { c.aliasStack = c.aliasStack[:len(c.aliasStack)-1] }()
 	ti := c.resolveType(a.decl.Type, ctx)
 	if a.decl.Constraint != nil {
 		ti.schema = ti.schema.clone().set("description", a.decl.Constraint.Value())

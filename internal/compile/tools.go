@@ -1,9 +1,13 @@
 package compile
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/nexa-run/nexa/internal/lang"
 )
@@ -16,6 +20,66 @@ var toolSettings = []string{"description", "risk_level", "requires_approval", "s
 
 // DefaultToolTimeout is the timeout of a tool that sets none, in seconds.
 const DefaultToolTimeout = 60
+
+// parallelTools is the number of @tool functions per core from which
+// compileTools spreads them over the cores (a variable so that tests can
+// compare with a sequential compilation).
+var parallelTools = 128
+
+// compileTools compiles every tool declaration, in program order. Big
+// programs are compiled in parallel first, each worker on a fork of the
+// compiler: a tool compiled there without any diagnostic and without
+// asking for a suggestion is final (compiling it touched nothing shared).
+// Every other tool — and every legacy tool block, which reads files — is
+// then compiled by the compiler itself, in program order, so diagnostics
+// and the program-wide suggestion budget come out exactly as from a
+// sequential compilation.
+func (c *compiler) compileTools() []*Tool {
+	out := make([]*Tool, len(c.tools))
+	done := make([]bool, len(c.tools))
+	workers := min(runtime.GOMAXPROCS(0), len(c.tools)/parallelTools)
+	if workers > 1 {
+		const block = 64
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// a tool whose compilation fails here in an unforeseen
+				// way is left to the sequential pass, which then behaves
+				// exactly as a sequential compilation would
+				defer func() { _ = recover() }()
+				f := *c
+				f.diags, f.scratch, f.aliasStack, f.fork = nil, nil, nil, true
+				for {
+					start := int(next.Add(block)) - block
+					if start >= len(c.tools) {
+						return
+					}
+					for i := start; i < min(start+block, len(c.tools)); i++ {
+						fn, ok := c.tools[i].decl.(*lang.ToolFn)
+						if !ok {
+							continue
+						}
+						f.diags, f.probed = f.diags[:0], false
+						ir := f.compileToolFn(fn, c.tools[i].src)
+						if len(f.diags) == 0 && !f.probed {
+							out[i], done[i] = ir, true
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	for i, t := range c.tools {
+		if !done[i] {
+			out[i] = c.compileTool(t)
+		}
+	}
+	return out
+}
 
 func (c *compiler) compileTool(t *toolDecl) *Tool {
 	switch d := t.decl.(type) {
@@ -56,12 +120,13 @@ func (c *compiler) compileToolFn(fn *lang.ToolFn, src *source) *Tool {
 		c.errorAt(deco.Pos, lang.CodeMissingDesc, `the first argument of @tool is the description the model reads: @tool("Search the web", …)`,
 			"tool %s needs a non-empty description", name)
 	}
-	// parameters
-	props := newObj()
-	required := []string{}
-	seen := map[string]*lang.Param{}
-	for _, p := range fn.Params {
-		if prev, dup := seen[p.Name]; dup {
+	// parameters: the schema is written straight to JSON (the same bytes
+	// as building it as an obj, without the per-parameter objects)
+	b := append(c.scratch[:0], `{"type":"object","properties":{`...)
+	required := make([]string, 0, len(fn.Params))
+	written := 0
+	for i, p := range fn.Params {
+		if prev := findParam(fn.Params[:i], p.Name); prev != nil {
 			c.add(Diagnostic{File: p.Pos.Filename, Line: p.Pos.Line, Column: p.Pos.Column, Code: lang.CodeDuplicate,
 				Message:  fmt.Sprintf("duplicate parameter `%s` of tool %s: first at %d:%d", p.Name, name, prev.Pos.Line, prev.Pos.Column),
 				Hint:     "rename or remove one of them",
@@ -69,15 +134,14 @@ func (c *compiler) compileToolFn(fn *lang.ToolFn, src *source) *Tool {
 				Related:  []lang.Related{{File: prev.Pos.Filename, Line: prev.Pos.Line, Column: prev.Pos.Column, Message: "first declared here"}}})
 			continue
 		}
-		seen[p.Name] = p
 		if p.Type == nil {
 			c.errorAt(p.Pos, lang.CodeUntypedParam,
 				fmt.Sprintf("write `%s: string` (or int, float, bool, list[T], …); 2.3 treated untyped parameters as strings, the 2.4 path needs the type", p.Name),
 				"parameter `%s` of tool %s has no type", p.Name, name)
 			continue
 		}
-		ti := c.resolveType(p.Type, "parameter "+p.Name+" of tool "+name)
-		ps := nullable(ti).clone()
+		ti := c.resolveType(p.Type, typeCtx{"parameter ", p.Name, " of tool ", name})
+		ps := nullable(ti)
 		desc := "Parameter " + p.Name
 		if p.Doc != "" {
 			desc = p.Doc
@@ -86,32 +150,87 @@ func (c *compiler) compileToolFn(fn *lang.ToolFn, src *source) *Tool {
 			// a semantic type's constraint (type Email = str @ "…")
 			desc += " (" + fmt.Sprint(constraint) + ")"
 		}
-		ps.set("description", desc)
+		var def any
+		hasDef := false
 		optional := ti.optional
 		if p.Default != nil {
-			if v, ok := c.defaultJSON(p.Default, ti, p.Name); ok {
-				ps.set("default", v)
-			}
+			def, hasDef = c.defaultJSON(p.Default, ti, p.Name)
 			optional = true
 		}
-		props.set(p.Name, ps)
+		if written > 0 {
+			b = append(b, ',')
+		}
+		written++
+		b = appendString(b, p.Name)
+		b = append(b, ':')
+		b = appendParamSchema(b, ps, desc, def, hasDef)
 		if !optional {
 			required = append(required, p.Name)
 		}
 	}
-	tool.Parameters = compactJSON(newObj().set("type", "object").set("properties", props).
-		set("required", required).set("additionalProperties", false))
+	b = append(b, `},"required":`...)
+	b = appendJSON(b, required)
+	b = append(b, `,"additionalProperties":false}`...)
+	tool.Parameters = append(json.RawMessage(make([]byte, 0, len(b))), b...)
+	c.scratch = b
 	if fn.Returns != nil {
-		c.resolveType(fn.Returns, "the return type of tool "+name)
+		c.resolveType(fn.Returns, typeCtx{"the return type of tool ", name})
 		tool.Returns = fn.Returns.String()
 	}
 	tool.Body = c.toolBody(fn, tool)
 	return tool
 }
 
+// findParam returns the parameter of that name among params, or nil.
+func findParam(params []*lang.Param, name string) *lang.Param {
+	for _, p := range params {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// appendParamSchema writes a parameter's schema: the type's schema s with
+// its description set to desc and, when hasDef, its default to def (a key
+// s already has keeps its place, as obj.set would).
+func appendParamSchema(b []byte, s *obj, desc string, def any, hasDef bool) []byte {
+	b = append(b, '{')
+	doneDesc, doneDef := false, false
+	for i, m := range s.m {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, m.k)
+		b = append(b, ':')
+		switch {
+		case m.k == "description":
+			b = appendString(b, desc)
+			doneDesc = true
+		case m.k == "default" && hasDef:
+			b = appendJSON(b, def)
+			doneDef = true
+		default:
+			b = appendJSON(b, m.v)
+		}
+	}
+	if !doneDesc {
+		if len(s.m) > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `"description":`...)
+		b = appendString(b, desc)
+	}
+	if hasDef && !doneDef {
+		b = append(b, `,"default":`...)
+		b = appendJSON(b, def)
+	}
+	return append(b, '}')
+}
+
 // toolSettings reads the arguments of @tool(…).
 func (c *compiler) toolSettings(tool *Tool, deco *lang.Decorator) {
-	set := map[string]bool{}
+	var set []string // the settings given so far (a handful)
 	for i, a := range deco.Args {
 		key := a.Name
 		if key == "" {
@@ -123,11 +242,11 @@ func (c *compiler) toolSettings(tool *Tool, deco *lang.Decorator) {
 				continue
 			}
 		}
-		if set[key] {
+		if contains(set, key) {
 			c.errorAt(a.Pos, lang.CodeDuplicate, "keep one of them", "setting `%s` given twice in @tool of %s", key, tool.Name)
 			continue
 		}
-		set[key] = true
+		set = append(set, key)
 		c.toolSetting(tool, key, a.Value, a.Pos)
 	}
 }
@@ -434,7 +553,7 @@ func (c *compiler) compileLegacyTool(lt *lang.LegacyTool, src *source) *Tool {
 						"type of parameter `%s` of tool %s must be a type name, found %s", pname, name, describeValue(e.Value))
 					continue
 				}
-				ti := c.resolveType(te, "parameter "+pname+" of tool "+name)
+				ti := c.resolveType(te, typeCtx{"parameter ", pname, " of tool ", name})
 				ps := nullable(ti).clone().set("description", "Parameter "+pname)
 				params.set(pname, ps)
 				if !ti.optional {

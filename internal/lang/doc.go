@@ -3,14 +3,17 @@
 //
 // The pipeline is:
 //
-//	bytes ──Lex──▶ tokens ──split──▶ one token span per top-level declaration
-//	      ──participle──▶ AST nodes (tools, agents, protocols, includes, …)
+//	bytes ──lex──▶ compact tokens ──split──▶ one token span per top-level declaration
+//	      ──parse──▶ AST nodes (tools, agents, protocols, includes, …)
 //
 // The lexer is written by hand because the string rules of the language
 // (multi-line strings, raw triple-quoted strings, the escape rule below,
 // comments that are text inside strings) do not fit a regular-expression
-// lexer well; it feeds its tokens to participle parsers through a small
-// lexer.Definition adapter.
+// lexer well. Internally it produces compact tokens (offsets, line, column
+// and type, no pointers: cheap to allocate and nothing for the garbage
+// collector to scan); participle's lexer.Token values are built from them
+// only where they are read (Lex, the declaration being parsed, participle's
+// token streams).
 //
 // Splitting the file into declarations before parsing gives error recovery:
 // a syntax error in one declaration is reported and parsing resumes at the
@@ -23,15 +26,23 @@
 // in parallel; kinds nexa agent does not run (flow, test, job, …) are kept
 // as balanced token ranges.
 //
-// The grammar of the declarations (tools, agents, protocols, legacy tool
-// blocks, includes, type declarations) is participle struct tags in ast.go,
+// The grammar of the declarations is participle struct tags in ast.go,
 // written LL(1) and parsed without backtracking (UseLookahead(0)), so that
-// an error is reported where it happens. The most frequent productions —
-// values, types, decorators, parameters, statement blocks and expressions —
-// implement participle.Parseable by hand (leaf.go, stmt.go, expr.go): the
-// reflective parser costs several microseconds per node, which made a
-// 3,000-tool program take over a second, and the hand-written productions
-// can say "expected a value" instead of quoting grammar.
+// an error is reported where it happens. Agents, protocols, legacy tool
+// blocks, includes, `use config` and type declarations are parsed by
+// participle from those tags. @tool functions — by far the most frequent
+// declaration — are parsed by hand (parseToolFn, toolfn.go) straight from
+// the lexed tokens, implementing the grammar of ToolFn's tags; a test
+// (TestToolFnMatchesGrammar, and its fuzz target) checks that both give the
+// same AST and the same errors. Copying every token into a participle
+// stream and the reflective parse made a 3,000-tool program take about
+// 100 ms to compile. The most frequent productions — values, types,
+// decorators, parameters, statement blocks and expressions — are written by
+// hand too and implement participle.Parseable, so that participle's
+// grammars use them (leaf.go, stmt.go, expr.go); they read a cursor that is
+// either participle's PeekingLexer or a declaration's tokens, and allocate
+// their nodes from slabs when parsing by hand (nodes.go). Hand-written
+// productions can also say "expected a value" instead of quoting grammar.
 //
 // # String escape rule
 //

@@ -34,31 +34,33 @@ func startsExpr(t *lexer.Token) bool {
 const exprWords = "an expression"
 
 // Parse implements participle.Parseable.
-func (e *Expr) Parse(lex *lexer.PeekingLexer) error {
+func (e *Expr) Parse(pl *lexer.PeekingLexer) error {
+	lex := &cursor{pl: pl}
 	if !startsExpr(lex.Peek()) {
 		return participle.NextMatch
 	}
 	return parseExpr(lex, e)
 }
 
-func parseExpr(lex *lexer.PeekingLexer, e *Expr) error {
+func parseExpr(lex *cursor, e *Expr) error {
 	e.Pos = lex.Peek().Pos
-	e.Left = &Unary{}
+	e.Left = lex.n.unary()
 	if err := parseUnary(lex, e.Left); err != nil {
 		return err
 	}
 	for isBinaryOp(lex.Peek()) {
 		t := lex.Next()
-		op := &BinOp{Pos: t.Pos, Op: t.Value, Right: &Unary{}}
+		op := lex.n.binOp()
+		op.Pos, op.Op, op.Right = t.Pos, t.Value, lex.n.unary()
 		if err := parseUnary(lex, op.Right); err != nil {
 			return err
 		}
-		e.Ops = append(e.Ops, op)
+		e.Ops = lex.n.pushOp(e.Ops, op)
 	}
 	return nil
 }
 
-func parseUnary(lex *lexer.PeekingLexer, u *Unary) error {
+func parseUnary(lex *cursor, u *Unary) error {
 	u.Pos = lex.Peek().Pos
 	for {
 		t := lex.Peek()
@@ -69,13 +71,13 @@ func parseUnary(lex *lexer.PeekingLexer, u *Unary) error {
 		}
 		break
 	}
-	u.X = &Postfix{}
+	u.X = lex.n.postfix()
 	return parsePostfix(lex, u.X)
 }
 
-func parsePostfix(lex *lexer.PeekingLexer, p *Postfix) error {
+func parsePostfix(lex *cursor, p *Postfix) error {
 	p.Pos = lex.Peek().Pos
-	p.Primary = &Primary{}
+	p.Primary = lex.n.primary()
 	if err := parsePrimary(lex, p.Primary); err != nil {
 		return err
 	}
@@ -148,26 +150,23 @@ func parsePostfix(lex *lexer.PeekingLexer, p *Postfix) error {
 	}
 }
 
-func parsePrimary(lex *lexer.PeekingLexer, p *Primary) error {
+func parsePrimary(lex *cursor, p *Primary) error {
 	t := lex.Peek()
 	p.Pos = t.Pos
 	switch {
 	case t.Type == Number:
-		v := t.Value
-		p.Number = &v
+		p.Number = lex.n.str(t.Value)
 	case t.Type == String || t.Type == RawString:
-		p.Str = &StringLit{Pos: t.Pos, Raw: t.Value}
+		p.Str = lex.n.strLit(t.Pos, t.Value)
 	case t.Type == Ident && (t.Value == "true" || t.Value == "false"):
-		v := t.Value
-		p.Bool = &v
+		p.Bool = lex.n.str(t.Value)
 	case t.Type == Ident && (t.Value == "null" || t.Value == "None" || t.Value == "nil"):
 		p.Null = true
 	case t.Type == Ident:
-		v := t.Value
-		p.Name = &v
+		p.Name = lex.n.str(t.Value)
 	case isPunct(t, "("):
 		lex.Next()
-		p.Paren = &Expr{}
+		p.Paren = lex.n.expr()
 		if !startsExpr(lex.Peek()) {
 			return expected(lex.Peek(), exprWords)
 		}

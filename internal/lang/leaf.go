@@ -27,7 +27,8 @@ func startsValue(t *lexer.Token) bool {
 }
 
 // Parse implements participle.Parseable.
-func (v *Value) Parse(lex *lexer.PeekingLexer) error {
+func (v *Value) Parse(pl *lexer.PeekingLexer) error {
+	lex := &cursor{pl: pl}
 	if !startsValue(lex.Peek()) {
 		return participle.NextMatch
 	}
@@ -36,7 +37,7 @@ func (v *Value) Parse(lex *lexer.PeekingLexer) error {
 
 // parseValue reads one value; recursion is bounded by the bracket depth the
 // splitter already checked.
-func parseValue(lex *lexer.PeekingLexer, v *Value) error {
+func parseValue(lex *cursor, v *Value) error {
 	t := lex.Peek()
 	v.Pos = t.Pos
 	switch {
@@ -47,30 +48,27 @@ func parseValue(lex *lexer.PeekingLexer, v *Value) error {
 			return expected(n, "a number after `-`")
 		}
 		lex.Next()
-		v.Number = &NumberLit{Pos: t.Pos, Neg: true, Text: n.Value}
+		v.Number = lex.n.numLit(t.Pos, true, n.Value)
 	case t.Type == Number:
 		lex.Next()
-		v.Number = &NumberLit{Pos: t.Pos, Text: t.Value}
+		v.Number = lex.n.numLit(t.Pos, false, t.Value)
 	case t.Type == String || t.Type == RawString:
 		lex.Next()
-		v.Str = &StringLit{Pos: t.Pos, Raw: t.Value}
+		v.Str = lex.n.strLit(t.Pos, t.Value)
 	case t.Type == Ident && (t.Value == "true" || t.Value == "false"):
 		lex.Next()
-		b := t.Value
-		v.Bool = &b
+		v.Bool = lex.n.str(t.Value)
 	case t.Type == Ident:
 		lex.Next()
-		ref := &RefLit{Pos: t.Pos, Parts: []string{t.Value}}
+		ref := lex.n.ref(t.Pos, t.Value)
 		for isPunct(lex.Peek(), ".") {
-			cp := lex.MakeCheckpoint()
-			lex.Next()
-			if n := lex.Peek(); n.Type == Ident {
-				lex.Next()
-				ref.Parts = append(ref.Parts, n.Value)
-				continue
+			n := lex.PeekAfter()
+			if n.Type != Ident {
+				break
 			}
-			lex.LoadCheckpoint(cp)
-			break
+			lex.Next()
+			lex.Next()
+			ref.Parts = append(ref.Parts, n.Value)
 		}
 		v.Ref = ref
 	case isPunct(t, "["):
@@ -85,13 +83,13 @@ func parseValue(lex *lexer.PeekingLexer, v *Value) error {
 			if !startsValue(n) {
 				return expected(n, valueWords+" or `]`")
 			}
-			it := &ListItem{Pos: n.Pos, First: &Value{}}
+			it := &ListItem{Pos: n.Pos, First: lex.n.value()}
 			if err := parseValue(lex, it.First); err != nil {
 				return err
 			}
 			if isPunct(lex.Peek(), ":") {
 				lex.Next()
-				it.Labeled = &Value{}
+				it.Labeled = lex.n.value()
 				if !startsValue(lex.Peek()) {
 					return expected(lex.Peek(), valueWords)
 				}
@@ -133,7 +131,7 @@ func parseValue(lex *lexer.PeekingLexer, v *Value) error {
 				return expected(c, "`:`")
 			}
 			lex.Next()
-			val := &Value{}
+			val := lex.n.value()
 			if !startsValue(lex.Peek()) {
 				return expected(lex.Peek(), valueWords)
 			}
@@ -153,7 +151,8 @@ func parseValue(lex *lexer.PeekingLexer, v *Value) error {
 }
 
 // Parse implements participle.Parseable.
-func (te *TypeExpr) Parse(lex *lexer.PeekingLexer) error {
+func (te *TypeExpr) Parse(pl *lexer.PeekingLexer) error {
+	lex := &cursor{pl: pl}
 	t := lex.Peek()
 	if t.Type != Ident && t.Type != String && t.Type != RawString {
 		return participle.NextMatch
@@ -163,16 +162,17 @@ func (te *TypeExpr) Parse(lex *lexer.PeekingLexer) error {
 
 const typeWords = "a type (string, int, float, bool, list[T], dict[K, V], a protocol name, …)"
 
-func parseType(lex *lexer.PeekingLexer, te *TypeExpr) error {
+func parseType(lex *cursor, te *TypeExpr) error {
 	te.Pos = lex.Peek().Pos
 	for {
 		t := lex.Peek()
-		term := &TypeTerm{Pos: t.Pos}
+		term := lex.n.typeTerm()
+		term.Pos = t.Pos
 		switch t.Type {
 		case Ident:
 			term.Name = t.Value
 		case String, RawString:
-			term.Quoted = &StringLit{Pos: t.Pos, Raw: t.Value}
+			term.Quoted = lex.n.strLit(t.Pos, t.Value)
 		default:
 			return expected(t, typeWords)
 		}
@@ -182,11 +182,11 @@ func parseType(lex *lexer.PeekingLexer, te *TypeExpr) error {
 			case isPunct(n, "["):
 				lex.Next()
 				for {
-					arg := &TypeExpr{}
+					arg := lex.n.typeExpr()
 					if err := parseType(lex, arg); err != nil {
 						return err
 					}
-					term.Args = append(term.Args, arg)
+					term.Args = lex.n.pushType(term.Args, arg)
 					c := lex.Peek()
 					if isPunct(c, ",") {
 						lex.Next()
@@ -224,7 +224,7 @@ func parseType(lex *lexer.PeekingLexer, te *TypeExpr) error {
 			lex.Next()
 			term.Optional = true
 		}
-		te.Alts = append(te.Alts, term)
+		te.Alts = lex.n.pushTerm(te.Alts, term)
 		if !isPunct(lex.Peek(), "|") {
 			return nil
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -59,10 +60,73 @@ type Position = lexer.Position
 // that cannot start a token) are returned as diagnostics and the offending
 // text becomes an Invalid token or is kept inside the literal it belongs to.
 func Lex(file string, src []byte) ([]Token, Diagnostics) {
+	tl, diags := lex(file, src)
+	out := make([]Token, tl.len())
+	for i := range out {
+		out[i] = tl.at(i)
+	}
+	return out, diags
+}
+
+// lex is Lex in the compact form Parse works with.
+func lex(file string, src []byte) (*tokenList, Diagnostics) {
 	lx := &scanner{file: file, src: src, str: string(src), line: 1, col: 1}
-	lx.toks = make([]Token, 0, len(src)/3+16) // about one token per three bytes
+	lx.toks = make([]tok, 0, len(src)/3+16) // about one token per three bytes
 	lx.run()
-	return lx.toks, lx.diags
+	return &tokenList{file: file, src: lx.str, t: lx.toks}, lx.diags
+}
+
+// tok is a lexed token in compact form: its text is src[off:end] (plus
+// extra closing quotes, see Lex), and it holds no pointers, so the token
+// array of a big file is cheap to allocate and costs the garbage collector
+// nothing to scan. tokenList.at gives the participle Token.
+type tok struct {
+	off, end  int
+	line, col int32
+	typ       int8
+	extra     int8 // closing quotes added to an unterminated string
+}
+
+// tokenList is the compact token array of one file.
+type tokenList struct {
+	file string
+	src  string
+	t    []tok
+}
+
+func (l *tokenList) len() int { return len(l.t) }
+
+// typ is the type of token i.
+func (l *tokenList) typ(i int) lexer.TokenType { return lexer.TokenType(l.t[i].typ) }
+
+// value is the text of token i (Token.Value).
+func (l *tokenList) value(i int) string {
+	k := &l.t[i]
+	if k.extra != 0 {
+		return l.src[k.off:k.end] + `"""`[:k.extra]
+	}
+	return l.src[k.off:k.end]
+}
+
+// line and col are the position of token i.
+func (l *tokenList) line(i int) int { return int(l.t[i].line) }
+func (l *tokenList) col(i int) int  { return int(l.t[i].col) }
+
+// pos is the position of token i.
+func (l *tokenList) pos(i int) Position {
+	k := &l.t[i]
+	return Position{Filename: l.file, Offset: k.off, Line: int(k.line), Column: int(k.col)}
+}
+
+// at is token i as a participle Token.
+func (l *tokenList) at(i int) Token {
+	return Token{Type: l.typ(i), Value: l.value(i), Pos: l.pos(i)}
+}
+
+// is reports whether token i is of type t with text v.
+func (l *tokenList) is(i int, t lexer.TokenType, v string) bool {
+	k := &l.t[i]
+	return lexer.TokenType(k.typ) == t && k.end-k.off == len(v) && l.src[k.off:k.end] == v
 }
 
 type scanner struct {
@@ -72,15 +136,19 @@ type scanner struct {
 	off   int
 	line  int
 	col   int
-	toks  []Token
+	toks  []tok
 	diags Diagnostics
 	// invalidRun merges consecutive bad characters into one diagnostic.
 	invalidRun bool
 }
 
-func (s *scanner) pos() Position {
-	return Position{Filename: s.file, Offset: s.off, Line: s.line, Column: s.col}
+// mark is where a token starts (a Position without the file name: the
+// scanner builds one per token, so it stays small and pointer-free).
+type mark struct {
+	off, line, col int
 }
+
+func (s *scanner) mark() mark { return mark{s.off, s.line, s.col} }
 
 // advance moves over n bytes, keeping line and column (in characters:
 // UTF-8 continuation bytes do not count).
@@ -104,13 +172,22 @@ func (s *scanner) advanceASCII(n int) {
 	s.col += n
 }
 
-func (s *scanner) emit(t lexer.TokenType, start Position) {
-	s.toks = append(s.toks, Token{Type: t, Value: s.str[start.Offset:s.off], Pos: start})
+// int32s saturates a line or column number (only a file of gigabytes could
+// need more).
+func int32s(n int) int32 {
+	if n > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int32(n)
 }
 
-func (s *scanner) errorf(p Position, hint, format string, args ...any) {
+func (s *scanner) emit(t lexer.TokenType, start mark) {
+	s.toks = append(s.toks, tok{off: start.off, end: s.off, line: int32s(start.line), col: int32s(start.col), typ: int8(t)})
+}
+
+func (s *scanner) errorf(p mark, hint, format string, args ...any) {
 	s.diags = append(s.diags, Diagnostic{
-		File: p.Filename, Line: p.Line, Column: p.Column,
+		File: s.file, Line: p.line, Column: p.col,
 		Code: CodeLex, Message: fmt.Sprintf(format, args...), Hint: hint, Severity: SeverityError,
 	})
 }
@@ -126,12 +203,23 @@ func (s *scanner) run() {
 	}
 	for s.off < len(s.src) {
 		c := s.src[s.off]
-		start := s.pos()
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
-			s.advance(1)
+		// whitespace first, without building a position (it is most of
+		// the bytes of an indented source)
+		if c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v' {
+			s.off++
+			s.col++
 			s.invalidRun = false
 			continue
+		}
+		if c == '\n' {
+			s.off++
+			s.line++
+			s.col = 1
+			s.invalidRun = false
+			continue
+		}
+		start := s.mark()
+		switch {
 		case c == '/' && s.peekIs("//"):
 			end := s.off
 			for end < len(s.src) && s.src[end] != '\n' {
@@ -196,10 +284,10 @@ func (s *scanner) run() {
 		}
 		s.invalidRun = false
 	}
-	s.toks = append(s.toks, lexer.EOFToken(s.pos()))
+	s.toks = append(s.toks, tok{off: s.off, end: s.off, line: int32s(s.line), col: int32s(s.col), typ: int8(EOF)})
 }
 
-func (s *scanner) lexInvalid(start Position) {
+func (s *scanner) lexInvalid(start mark) {
 	r, size := utf8.DecodeRune(s.src[s.off:])
 	var what string
 	switch {
@@ -216,16 +304,15 @@ func (s *scanner) lexInvalid(start Position) {
 			"unexpected %s", what)
 	}
 	s.advance(size)
-	if s.invalidRun && len(s.toks) > 0 && s.toks[len(s.toks)-1].Type == Invalid {
-		last := &s.toks[len(s.toks)-1]
-		last.Value = s.str[last.Pos.Offset:s.off]
+	if s.invalidRun && len(s.toks) > 0 && lexer.TokenType(s.toks[len(s.toks)-1].typ) == Invalid {
+		s.toks[len(s.toks)-1].end = s.off
 	} else {
 		s.emit(Invalid, start)
 	}
 	s.invalidRun = true
 }
 
-func (s *scanner) lexNumber(start Position) {
+func (s *scanner) lexNumber(start mark) {
 	i := s.off
 	digits := func() {
 		for i < len(s.src) && s.src[i] >= '0' && s.src[i] <= '9' {
@@ -253,14 +340,14 @@ func (s *scanner) lexNumber(start Position) {
 
 // lexTriple reads """…""": raw text up to the first """; quotes right
 // before the closing ones belong to the text ("""say "hi"""" is say "hi").
-func (s *scanner) lexTriple(start Position) {
+func (s *scanner) lexTriple(start mark) {
 	body := s.off + 3
 	idx := bytes.Index(s.src[body:], []byte(`"""`))
 	if idx < 0 {
 		s.errorf(start, `close it with """`, "unterminated triple-quoted string")
 		s.advance(len(s.src) - s.off)
 		s.emit(RawString, start)
-		s.toks[len(s.toks)-1].Value += `"""` // keep the token well formed
+		s.toks[len(s.toks)-1].extra = 3 // keep the token well formed: """…"""
 		return
 	}
 	end := body + idx + 3
@@ -272,7 +359,7 @@ func (s *scanner) lexTriple(start Position) {
 }
 
 // lexString reads "…" by the escape rule of the package documentation.
-func (s *scanner) lexString(start Position) {
+func (s *scanner) lexString(start mark) {
 	i := s.off + 1
 	for i < len(s.src) {
 		c := s.src[i]
@@ -301,7 +388,7 @@ func (s *scanner) lexString(start Position) {
 	s.errorf(start, `close it with "; a string may span lines, so it runs to the end of the file`, "unterminated string")
 	s.advance(len(s.src) - s.off)
 	s.emit(String, start)
-	s.toks[len(s.toks)-1].Value += `"`
+	s.toks[len(s.toks)-1].extra = 1 // keep the token well formed: "…"
 }
 
 // quoteEndsString decides whether a backslash-quote whose quote is just

@@ -68,7 +68,13 @@ type OtherStmt struct {
 // Parse implements participle.Parseable: it takes the keyword and what
 // follows up to a `;` or the end of the statement's block(s), without
 // recursion.
-func (o *OtherStmt) Parse(lex *lexer.PeekingLexer) error {
+func (o *OtherStmt) Parse(pl *lexer.PeekingLexer) error {
+	return parseOther(&cursor{pl: pl}, o)
+}
+
+// parseOther reads an unsupported statement (participle.NextMatch when the
+// next token does not start one).
+func parseOther(lex *cursor, o *OtherStmt) error {
 	first := lex.Peek()
 	if first.Type != Ident {
 		return participle.NextMatch
@@ -79,10 +85,7 @@ func (o *OtherStmt) Parse(lex *lexer.PeekingLexer) error {
 	}
 	// `match = 3` or `loop(…)` style uses of the word as a name are not
 	// this statement.
-	cp := lex.MakeCheckpoint()
-	lex.Next()
-	next := lex.Peek()
-	lex.LoadCheckpoint(cp)
+	next := lex.PeekAfter()
 	if next.Value == "=" || next.Value == "." || next.Value == "+=" || next.Value == "-=" {
 		return participle.NextMatch
 	}

@@ -27,38 +27,38 @@ func build[G any]() *participle.Parser[G] {
 	)
 }
 
+// The participle parsers of the declarations that are not parsed by hand
+// (@tool functions are, see parseToolFn).
 var (
-	toolFnParser     = build[ToolFn]()
 	agentParser      = build[Agent]()
 	legacyToolParser = build[LegacyTool]()
 	protocolParser   = build[Protocol]()
 	includeParser    = build[Include]()
 	useConfigParser  = build[UseConfig]()
 	typeDeclParser   = build[TypeDecl]()
-	typeExprParser   = build[TypeExpr]()
 )
 
 // ParseType reads a type written inside a string (a quoted parameter type
 // such as "list[str]"); every position of the result is at.
 func ParseType(at Position, text string) (*TypeExpr, Diagnostics) {
+	bad := func(shown string) Diagnostics {
+		return Diagnostics{{File: at.Filename, Line: at.Line, Column: at.Column, Code: CodeSyntax,
+			Message: "expected a type, found " + strconvQuote(shown), Severity: SeverityError}}
+	}
 	toks, diags := Lex(at.Filename, []byte(text))
 	if len(diags) > 0 || nestingDepth(toks) > MaxDepth {
-		return nil, Diagnostics{{File: at.Filename, Line: at.Line, Column: at.Column, Code: CodeSyntax,
-			Message: "expected a type, found " + strconvQuote(truncate(text, 40)), Severity: SeverityError}}
+		return nil, bad(truncate(text, 40))
 	}
 	for i := range toks {
 		toks[i].Pos = at
 	}
-	toks = append(toks[:len(toks)-1], Token{Type: Sep, Pos: at})
-	pl, err := lexer.Upgrade(&tokenLexer{toks: toks, eof: at}, Comment)
-	if err != nil {
-		return nil, Diagnostics{{File: at.Filename, Line: at.Line, Column: at.Column, Code: CodeSyntax,
-			Message: "expected a type, found " + strconvQuote(truncate(text, 40)), Severity: SeverityError}}
+	lex := newSliceCursor(toks[:len(toks)-1], at)
+	if t := lex.Peek(); t.Type != Ident && t.Type != String && t.Type != RawString {
+		return nil, bad(text)
 	}
-	te, err := parseWith(typeExprParser, pl, pl.MakeCheckpoint())
-	if err != nil {
-		return nil, Diagnostics{{File: at.Filename, Line: at.Line, Column: at.Column, Code: CodeSyntax,
-			Message: "expected a type, found " + strconvQuote(text), Severity: SeverityError}}
+	te := &TypeExpr{}
+	if err := parseType(lex, te); err != nil || lex.Peek().Type != Sep {
+		return nil, bad(text)
 	}
 	return te, nil
 }
@@ -87,8 +87,8 @@ func nestingDepth(toks []Token) int {
 // declaration it could read (declarations with errors appear as
 // *BrokenDecl), together with all diagnostics of the file.
 func Parse(path string, src []byte) (*File, Diagnostics) {
-	toks, diags := Lex(path, src)
-	sp := newSplitter(toks)
+	tl, diags := lex(path, src)
+	sp := newSplitter(tl)
 	spans := sp.split()
 	diags = append(diags, sp.diags...)
 	f := &File{Path: path}
@@ -108,11 +108,20 @@ func Parse(path string, src []byte) (*File, Diagnostics) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			hs := &handState{n: &nodes{}}
 			for b := range next {
 				part := spans[b[0]:b[1]]
-				base, cps := joinSpans(toks, part)
+				var base *lexer.PeekingLexer
+				var cps []lexer.Checkpoint
+				if needsStream(part) {
+					base, cps = joinSpans(tl, part)
+				}
 				for i := range part {
-					decls[b[0]+i], spanDiags[b[0]+i] = parseSpan(toks, part[i], base, cps[i])
+					var cp lexer.Checkpoint
+					if cps != nil {
+						cp = cps[i]
+					}
+					decls[b[0]+i], spanDiags[b[0]+i] = parseSpan(tl, part[i], base, cp, hs)
 				}
 			}
 		}()
@@ -173,9 +182,21 @@ func batchSpans(spans []span, n int) [][2]int {
 }
 
 // participleKinds are the declaration kinds parsed by a participle grammar.
+// @tool functions ("tool") are not among them: parseToolFn reads them.
 var participleKinds = map[string]bool{
-	"tool": true, "agent": true, "legacy_tool": true, "protocol": true,
+	"agent": true, "legacy_tool": true, "protocol": true,
 	"include": true, "use_config": true, "type": true,
+}
+
+// needsStream reports whether a batch holds a declaration to be parsed by
+// participle, which needs the batch's participle token stream.
+func needsStream(spans []span) bool {
+	for _, s := range spans {
+		if participleKinds[s.kind] && !s.broken {
+			return true
+		}
+	}
+	return false
 }
 
 // joinSpans builds one participle token stream for a batch of
@@ -184,8 +205,8 @@ var participleKinds = map[string]bool{
 // checkpoint at the start of each declaration. One stream per batch instead
 // of one per declaration saves most of the cost of participle's token
 // copying on big programs.
-func joinSpans(toks []Token, spans []span) (*lexer.PeekingLexer, []lexer.Checkpoint) {
-	sl := &spansLexer{toks: toks, spans: spans, eof: toks[len(toks)-1].Pos, starts: make([]int, len(spans))}
+func joinSpans(tl *tokenList, spans []span) (*lexer.PeekingLexer, []lexer.Checkpoint) {
+	sl := &spansLexer{tl: tl, spans: spans, eof: tl.at(tl.len() - 1).Pos, starts: make([]int, len(spans))}
 	pl, err := lexer.Upgrade(sl, Comment)
 	cps := make([]lexer.Checkpoint, len(spans))
 	if err != nil {
@@ -206,12 +227,12 @@ func joinSpans(toks []Token, spans []span) (*lexer.PeekingLexer, []lexer.Checkpo
 // spansLexer emits the tokens of the spans to parse, a Sep after each, then
 // EOF; it records where each span starts in the emitted stream.
 type spansLexer struct {
-	toks   []Token
+	tl     *tokenList
 	spans  []span
 	eof    Position
 	starts []int
 	si     int // current span
-	ti     int // next token index in toks, -1 before the span starts
+	ti     int // next token index in tl, -1 before the span starts
 	n      int // tokens emitted
 	inSpan bool
 }
@@ -234,23 +255,23 @@ func (l *spansLexer) Next() (Token, error) {
 	}
 	s := l.spans[l.si]
 	l.n++
-	for l.ti < s.end && l.toks[l.ti].Type == Comment {
+	for l.ti < s.end && l.tl.typ(l.ti) == Comment {
 		l.ti++
 	}
 	if l.ti < s.end {
-		t := l.toks[l.ti]
+		t := l.tl.at(l.ti)
 		l.ti++
 		return t, nil
 	}
 	l.inSpan = false
 	l.si++
-	return Token{Type: Sep, Pos: l.toks[min(s.end, len(l.toks)-1)].Pos}, nil
+	return Token{Type: Sep, Pos: l.tl.pos(min(s.end, l.tl.len()-1))}, nil
 }
 
-func parseSpan(toks []Token, s span, base *lexer.PeekingLexer, cp lexer.Checkpoint) (Decl, Diagnostics) {
-	first := toks[s.start]
+func parseSpan(tl *tokenList, s span, base *lexer.PeekingLexer, cp lexer.Checkpoint, hs *handState) (Decl, Diagnostics) {
+	first := tl.at(s.start)
 	kw := s.kw
-	name, nameAt := declName(toks, s, kw)
+	name, nameAt := declName(tl, s, kw)
 	if s.broken {
 		return &BrokenDecl{Pos: first.Pos, Kind: kindLabel(s.kind), Name: name, NameAt: nameAt}, nil
 	}
@@ -261,9 +282,9 @@ func parseSpan(toks []Token, s span, base *lexer.PeekingLexer, cp lexer.Checkpoi
 	switch s.kind {
 	case "tool":
 		var v *ToolFn
-		v, err = parseWith(toolFnParser, base, cp)
+		v, err = parseByHand(tl, s, hs)
 		if err == nil {
-			attachParamDocs(v, toks[s.start:s.end])
+			attachParamDocs(v, tl, s.start, s.end)
 			d = v
 		}
 	case "agent":
@@ -291,10 +312,10 @@ func parseSpan(toks []Token, s span, base *lexer.PeekingLexer, cp lexer.Checkpoi
 		v, err = parseWith(typeDeclParser, base, cp)
 		d = v
 	case "decorated":
-		t := toks[kw]
+		t := tl.at(kw)
 		return &BrokenDecl{Pos: first.Pos, Kind: "decorated"}, Diagnostics{{
 			File: t.Pos.Filename, Line: t.Pos.Line, Column: t.Pos.Column, Code: CodeSyntax,
-			Message:  fmt.Sprintf("expected `fn` or `agent` after the decorators, found %s", describeAt(toks, kw, s)),
+			Message:  fmt.Sprintf("expected `fn` or `agent` after the decorators, found %s", describeAt(tl, kw, s)),
 			Hint:     "decorators such as @tool(…) and @limit(…) go right before `fn` or `agent`",
 			Severity: SeverityError,
 		}}
@@ -303,7 +324,7 @@ func parseSpan(toks []Token, s span, base *lexer.PeekingLexer, cp lexer.Checkpoi
 	}
 	if err != nil {
 		return &BrokenDecl{Pos: first.Pos, Kind: kindLabel(s.kind), Name: name, NameAt: nameAt},
-			Diagnostics{syntaxDiag(err, toks, s)}
+			Diagnostics{syntaxDiag(err, tl, s)}
 	}
 	if ds := normalize(d); len(ds) > 0 {
 		return &BrokenDecl{Pos: first.Pos, Kind: kindLabel(s.kind), Name: name, NameAt: nameAt}, ds
@@ -335,9 +356,42 @@ func parseWith[G any](p *participle.Parser[G], base *lexer.PeekingLexer, cp lexe
 	return g, nil
 }
 
-func nextSignificant(toks []Token, i, end int) int {
+// handState is what a parsing goroutine keeps from one hand-parsed
+// declaration to the next.
+type handState struct {
+	buf []Token // the tokens of the declaration being parsed
+	n   *nodes  // where its AST nodes come from
+}
+
+// parseByHand parses an @tool function straight from its tokens (see
+// parseToolFn), ending at the same Sep position the participle stream has.
+func parseByHand(tl *tokenList, s span, hs *handState) (fn *ToolFn, err error) {
+	// the cursor reads participle Tokens: build those of this declaration
+	// (comments left out) in a buffer reused from one declaration to the
+	// next; the AST keeps no pointer to them
+	toks := hs.buf[:0]
+	for i := s.start; i < s.end; i++ {
+		if tl.typ(i) != Comment {
+			toks = append(toks, tl.at(i))
+		}
+	}
+	hs.buf = toks
+	lex := newSliceCursor(toks, tl.pos(min(s.end, tl.len()-1)))
+	lex.n = hs.n
+	// no input may crash the compiler: a bug in the hand-written parser
+	// becomes a syntax error, as participle's panics do in parseWith
+	defer func() {
+		if r := recover(); r != nil {
+			fn = nil
+			err = &participle.ParseError{Msg: fmt.Sprintf("cannot parse this declaration (%v)", r), Pos: tl.pos(s.start)}
+		}
+	}()
+	return parseToolFn(lex)
+}
+
+func nextSignificant(tl *tokenList, i, end int) int {
 	for j := i; j < end; j++ {
-		if toks[j].Type != Comment {
+		if tl.typ(j) != Comment {
 			return j
 		}
 	}
@@ -345,13 +399,13 @@ func nextSignificant(toks []Token, i, end int) int {
 }
 
 // declName reads the name of a declaration from its tokens, best effort.
-func declName(toks []Token, s span, kw int) (string, Position) {
-	n := nextSignificant(toks, kw+1, s.end)
-	at := toks[kw].Pos
+func declName(tl *tokenList, s span, kw int) (string, Position) {
+	n := nextSignificant(tl, kw+1, s.end)
+	at := tl.at(kw).Pos
 	if n >= s.end {
 		return "", at
 	}
-	t := toks[n]
+	t := tl.at(n)
 	switch s.kind {
 	case "include":
 		if t.Type == String || t.Type == RawString {
@@ -359,9 +413,9 @@ func declName(toks []Token, s span, kw int) (string, Position) {
 		}
 		return "", at
 	case "use_config":
-		m := nextSignificant(toks, n+1, s.end)
-		if t.Value == "config" && m < s.end && toks[m].Type == Ident {
-			return toks[m].Value, toks[m].Pos
+		m := nextSignificant(tl, n+1, s.end)
+		if t.Value == "config" && m < s.end && tl.at(m).Type == Ident {
+			return tl.at(m).Value, tl.at(m).Pos
 		}
 		return "", at
 	case "test":
@@ -373,13 +427,13 @@ func declName(toks []Token, s span, kw int) (string, Position) {
 			return t.Value, t.Pos
 		}
 	case "impl":
-		m := nextSignificant(toks, n+1, s.end)
-		o := nextSignificant(toks, m+1, s.end)
-		if t.Type == Ident && m < s.end && toks[m].Value == "for" && o < s.end && toks[o].Type == Ident {
-			return t.Value + " for " + toks[o].Value, t.Pos
+		m := nextSignificant(tl, n+1, s.end)
+		o := nextSignificant(tl, m+1, s.end)
+		if t.Type == Ident && m < s.end && tl.at(m).Value == "for" && o < s.end && tl.at(o).Type == Ident {
+			return t.Value + " for " + tl.at(o).Value, t.Pos
 		}
 	case "match", "defer", "spawn", "parallel", "race", "channel", "after", "schedule":
-		return summarize(toks, kw+1, s.end), t.Pos
+		return summarize(tl, kw+1, s.end), t.Pos
 	}
 	if t.Type == Ident {
 		return t.Value, t.Pos
@@ -388,10 +442,10 @@ func declName(toks []Token, s span, kw int) (string, Position) {
 }
 
 // summarize renders tokens as short text for anonymous declarations.
-func summarize(toks []Token, from, to int) string {
+func summarize(tl *tokenList, from, to int) string {
 	var b strings.Builder
 	for i := from; i < to && b.Len() < 40; i++ {
-		t := toks[i]
+		t := tl.at(i)
 		if t.Type == Comment {
 			continue
 		}
@@ -425,20 +479,20 @@ func truncate(s string, n int) string {
 
 func validCut(s string, n int) bool { return n >= len(s) || s[n]&0xC0 != 0x80 }
 
-func describeAt(toks []Token, i int, s span) string {
+func describeAt(tl *tokenList, i int, s span) string {
 	if i >= s.end {
-		return Describe(toks[min(s.end, len(toks)-1)])
+		return Describe(tl.at(min(s.end, tl.len()-1)))
 	}
-	return Describe(toks[i])
+	return Describe(tl.at(i))
 }
 
 var expectedRe = regexp.MustCompile(`^unexpected token "((?s).*)" \(expected (.*)\)$`)
 
 // syntaxDiag turns a participle error into an "expected X, found Y"
 // diagnostic at the offending token.
-func syntaxDiag(err error, toks []Token, s span) Diagnostic {
+func syntaxDiag(err error, tl *tokenList, s span) Diagnostic {
 	var perr participle.Error
-	pos := toks[s.start].Pos
+	pos := tl.at(s.start).Pos
 	msg := err.Error()
 	expected := ""
 	var found string
@@ -449,7 +503,7 @@ func syntaxDiag(err error, toks []Token, s span) Diagnostic {
 		if errors.As(err, &ute) {
 			found = Describe(ute.Unexpected)
 			if ute.Unexpected.EOF() || ute.Unexpected.Type == Sep {
-				found = describeAt(toks, s.end, s)
+				found = describeAt(tl, s.end, s)
 			}
 			if m := expectedRe.FindStringSubmatch(ute.Message()); m != nil {
 				expected = friendlyExpected(m[2])
@@ -460,7 +514,7 @@ func syntaxDiag(err error, toks []Token, s span) Diagnostic {
 	}
 	d := Diagnostic{File: pos.Filename, Line: pos.Line, Column: pos.Column, Code: CodeSyntax, Severity: SeverityError}
 	if d.File == "" {
-		d.File = toks[s.start].Pos.Filename
+		d.File = tl.at(s.start).Pos.Filename
 	}
 	switch {
 	case expected != "" && found != "":
@@ -488,11 +542,30 @@ func syntaxHint(kind, expected, found string) string {
 	return ""
 }
 
-var docPrefix = regexp.MustCompile(`^(/{2,}|/\*+)\s?`)
+// stripCommentStart removes the opening marker of a comment — two or more
+// slashes, or a slash and one or more stars — and one white-space character
+// after it (what the regular expression `^(/{2,}|/\*+)\s?` removes).
+func stripCommentStart(c string) string {
+	var i int
+	switch {
+	case strings.HasPrefix(c, "//"):
+		for i = 2; i < len(c) && c[i] == '/'; i++ {
+		}
+	case strings.HasPrefix(c, "/*"):
+		for i = 2; i < len(c) && c[i] == '*'; i++ {
+		}
+	default:
+		return c
+	}
+	if i < len(c) && strings.IndexByte(" \t\n\f\r", c[i]) >= 0 {
+		i++
+	}
+	return c[i:]
+}
 
 // commentText strips comment markers.
 func commentText(c string) string {
-	c = docPrefix.ReplaceAllString(c, "")
+	c = stripCommentStart(c)
 	c = strings.TrimSuffix(c, "*/")
 	var lines []string
 	for _, l := range strings.Split(c, "\n") {
@@ -508,14 +581,14 @@ func commentText(c string) string {
 
 // attachParamDocs gives each parameter the text of a comment on the line(s)
 // right before it inside the parameter list, or after it on its own line.
-func attachParamDocs(fn *ToolFn, ts []Token) {
+func attachParamDocs(fn *ToolFn, tl *tokenList, start, end int) {
 	if len(fn.Params) == 0 {
 		return
 	}
 	// the parameter list spans from the first param to the last one's line
 	open := -1
-	for i, t := range ts {
-		if t.Type == Ident && t.Value == "fn" {
+	for i := start; i < end; i++ {
+		if tl.is(i, Ident, "fn") {
 			open = i
 			break
 		}
@@ -525,24 +598,23 @@ func attachParamDocs(fn *ToolFn, ts []Token) {
 	}
 	depth := 0
 	var comments []Token
-	for i := open; i < len(ts); i++ {
-		t := ts[i]
-		if t.Type == Punct && t.Value == "(" {
+	for i := open; i < end; i++ {
+		if tl.is(i, Punct, "(") {
 			depth++
 		}
-		if t.Type == Punct && t.Value == ")" {
+		if tl.is(i, Punct, ")") {
 			depth--
 			if depth == 0 {
 				// a trailing comment on the line of the `)` belongs to
 				// the last parameter
-				if i+1 < len(ts) && ts[i+1].Type == Comment && ts[i+1].Pos.Line == t.Pos.Line {
-					comments = append(comments, ts[i+1])
+				if i+1 < end && tl.typ(i+1) == Comment && tl.line(i+1) == tl.line(i) {
+					comments = append(comments, tl.at(i+1))
 				}
 				break
 			}
 		}
-		if depth > 0 && t.Type == Comment {
-			comments = append(comments, t)
+		if depth > 0 && tl.typ(i) == Comment {
+			comments = append(comments, tl.at(i))
 		}
 	}
 	for _, c := range comments {

@@ -63,17 +63,18 @@ type span struct {
 
 // splitter cuts a token stream into declarations, iteratively.
 type splitter struct {
-	toks    []Token
+	tl      *tokenList
 	endLine []int // line on which each token ends
+	stack   []int // scratch bracket stack of scan
 	diags   Diagnostics
 }
 
-func newSplitter(toks []Token) *splitter {
-	s := &splitter{toks: toks, endLine: make([]int, len(toks))}
-	for i, t := range toks {
-		s.endLine[i] = t.Pos.Line
-		if t.Type == String || t.Type == RawString || t.Type == Comment {
-			s.endLine[i] += strings.Count(t.Value, "\n")
+func newSplitter(tl *tokenList) *splitter {
+	s := &splitter{tl: tl, endLine: make([]int, tl.len())}
+	for i := range s.endLine {
+		s.endLine[i] = tl.line(i)
+		if t := tl.typ(i); t == String || t == RawString || t == Comment {
+			s.endLine[i] += strings.Count(tl.value(i), "\n")
 		}
 	}
 	return s
@@ -88,21 +89,21 @@ func (s *splitter) errorAt(t Token, code, hint, format string, args ...any) {
 
 // next returns the index of the first non-comment token at or after i.
 func (s *splitter) next(i int) int {
-	for i < len(s.toks) && s.toks[i].Type == Comment {
+	for i < s.tl.len() && s.tl.typ(i) == Comment {
 		i++
 	}
 	return i
 }
 
-func (s *splitter) eof(i int) bool { return i >= len(s.toks) || s.toks[i].EOF() }
+func (s *splitter) eof(i int) bool { return i >= s.tl.len() || s.tl.typ(i) == EOF }
 
 // firstOnLine reports whether token i is the first token of its line.
 func (s *splitter) firstOnLine(i int) bool {
 	for j := i - 1; j >= 0; j-- {
-		if s.endLine[j] < s.toks[i].Pos.Line {
+		if s.endLine[j] < s.tl.line(i) {
 			return true
 		}
-		if s.toks[j].Type != Comment || s.toks[j].Pos.Line == s.toks[i].Pos.Line {
+		if s.tl.typ(j) != Comment || s.tl.line(j) == s.tl.line(i) {
 			return false
 		}
 	}
@@ -113,10 +114,10 @@ func (s *splitter) firstOnLine(i int) bool {
 // keyword and the token after it. It is used to notice a declaration where a
 // closing bracket was missing, so it only accepts the unmistakable shapes.
 func (s *splitter) looksLikeDecl(i int) bool {
-	t := s.toks[i]
+	t := s.tl.at(i)
 	if t.Type == Punct && t.Value == "@" {
 		n := s.next(i + 1)
-		return !s.eof(n) && s.toks[n].Type == Ident
+		return !s.eof(n) && s.tl.at(n).Type == Ident
 	}
 	if t.Type != Ident {
 		return false
@@ -125,7 +126,7 @@ func (s *splitter) looksLikeDecl(i int) bool {
 	if s.eof(n) {
 		return false
 	}
-	nt := s.toks[n]
+	nt := s.tl.at(n)
 	switch t.Value {
 	case "agent", "tool", "protocol", "flow", "struct", "enum", "trait", "impl", "job", "db", "auth", "kv":
 		return nt.Type == Ident
@@ -134,7 +135,7 @@ func (s *splitter) looksLikeDecl(i int) bool {
 			return false
 		}
 		m := s.next(n + 1)
-		return !s.eof(m) && s.toks[m].Value == "="
+		return !s.eof(m) && s.tl.at(m).Value == "="
 	case "test", "include":
 		return nt.Type == String
 	case "server":
@@ -149,8 +150,7 @@ func (s *splitter) looksLikeDecl(i int) bool {
 // declaration, must be the start of the next one: a declaration shape that
 // begins its line in column 1.
 func (s *splitter) declarationBreak(i int) bool {
-	t := s.toks[i]
-	return t.Pos.Column == 1 && s.firstOnLine(i) && s.looksLikeDecl(i)
+	return s.tl.col(i) == 1 && s.firstOnLine(i) && s.looksLikeDecl(i)
 }
 
 // split returns the spans of the file's declarations.
@@ -158,7 +158,7 @@ func (s *splitter) split() []span {
 	var spans []span
 	i := s.next(0)
 	for !s.eof(i) {
-		t := s.toks[i]
+		t := s.tl.at(i)
 		kind, ext, kw, ok := s.classify(i)
 		if !ok {
 			j := s.resync(i)
@@ -170,7 +170,7 @@ func (s *splitter) split() []span {
 		spans = append(spans, sp)
 		i = s.next(sp.end)
 		// a `;` right after a declaration is allowed
-		for !s.eof(i) && s.toks[i].Value == ";" && s.toks[i].Type == Punct {
+		for !s.eof(i) && s.tl.at(i).Value == ";" && s.tl.at(i).Type == Punct {
 			i = s.next(i + 1)
 		}
 	}
@@ -179,17 +179,17 @@ func (s *splitter) split() []span {
 
 // classify finds the kind of the declaration starting at token i.
 func (s *splitter) classify(i int) (string, extent, int, bool) {
-	t := s.toks[i]
+	t := s.tl.at(i)
 	if t.Type == Punct && t.Value == "@" {
 		// decorators: skip `@name( … )` groups to find `fn` or `agent`
 		j := i
-		for !s.eof(j) && s.toks[j].Value == "@" && s.toks[j].Type == Punct {
+		for !s.eof(j) && s.tl.at(j).Value == "@" && s.tl.at(j).Type == Punct {
 			j = s.next(j + 1)
-			if s.eof(j) || s.toks[j].Type != Ident {
+			if s.eof(j) || s.tl.at(j).Type != Ident {
 				return "", 0, 0, false
 			}
 			j = s.next(j + 1)
-			if !s.eof(j) && s.toks[j].Value == "(" {
+			if !s.eof(j) && s.tl.at(j).Value == "(" {
 				end := s.skipBalanced(j)
 				if s.eof(end) {
 					// unclosed arguments: let scan report the bracket
@@ -198,8 +198,8 @@ func (s *splitter) classify(i int) (string, extent, int, bool) {
 				j = s.next(end)
 			}
 		}
-		if !s.eof(j) && s.toks[j].Type == Ident {
-			switch s.toks[j].Value {
+		if !s.eof(j) && s.tl.at(j).Type == Ident {
+			switch s.tl.at(j).Value {
 			case "fn":
 				return "tool", extBlock, j, true
 			case "agent":
@@ -233,7 +233,7 @@ func (s *splitter) classify(i int) (string, extent, int, bool) {
 func (s *splitter) skipBalanced(i int) int {
 	depth := 0
 	for j := i; !s.eof(j); j++ {
-		t := s.toks[j]
+		t := s.tl.at(j)
 		if t.Type != Punct {
 			continue
 		}
@@ -247,7 +247,7 @@ func (s *splitter) skipBalanced(i int) int {
 			}
 		}
 	}
-	return len(s.toks) - 1
+	return s.tl.len() - 1
 }
 
 // resync skips from a token that starts no declaration to the next token
@@ -255,7 +255,7 @@ func (s *splitter) skipBalanced(i int) int {
 func (s *splitter) resync(i int) int {
 	depth := 0
 	for j := i + 1; !s.eof(j); j++ {
-		t := s.toks[j]
+		t := s.tl.at(j)
 		if t.Type == Punct {
 			switch t.Value {
 			case "(", "[", "{":
@@ -275,7 +275,7 @@ func (s *splitter) resync(i int) int {
 			return j
 		}
 	}
-	return len(s.toks) - 1
+	return s.tl.len() - 1
 }
 
 func (s *splitter) topHint(t Token) string {
@@ -298,26 +298,33 @@ func (s *splitter) topHint(t Token) string {
 // checking bracket balance and depth on the way.
 func (s *splitter) scan(start, kw int, kind string, ext extent) span {
 	sp := span{kind: kind, start: start, kw: kw}
-	var stack []int
-	// open counts the brackets of each kind on the stack, so that a closer
-	// with no matching opener is recognised without walking the stack
-	// (hostile input could otherwise make this quadratic)
-	open := map[string]int{}
+	stack := s.stack[:0] // reused from one declaration to the next
+	defer func() { s.stack = stack[:0] }()
+	// open counts the brackets of each kind on the stack (by bracketIndex),
+	// so that a closer with no matching opener is recognised without
+	// walking the stack (hostile input could otherwise make this quadratic)
+	var open [3]int
 	tooDeep := false
 	i := kw + 1
 	for ; !s.eof(i); i++ {
-		t := s.toks[i]
-		if t.Type == Comment {
+		tt := s.tl.typ(i)
+		if tt == Comment {
 			continue
 		}
-		if t.Type == Invalid {
+		if tt == Invalid {
 			sp.broken = true
 		}
+		if tt != Punct && tt != Ident {
+			// strings, numbers and invalid text neither open nor close
+			// anything, nor start a declaration (looksLikeDecl)
+			continue
+		}
+		t := s.tl.at(i)
 		// A declaration written in column 1 ends this one: a missing
 		// closing bracket or a missing block.
 		if s.declarationBreak(i) {
 			if len(stack) > 0 {
-				o := s.toks[stack[len(stack)-1]]
+				o := s.tl.at(stack[len(stack)-1])
 				s.errorAt(t, CodeSyntax, fmt.Sprintf("add `%s` before this line", closer(o.Value)),
 					"expected `%s` to close the `%s` opened at line %d, found the start of another declaration (%s)",
 					closer(o.Value), o.Value, o.Pos.Line, Describe(t))
@@ -330,7 +337,7 @@ func (s *splitter) scan(start, kw int, kind string, ext extent) span {
 			switch t.Value {
 			case "(", "[", "{":
 				stack = append(stack, i)
-				open[t.Value]++
+				open[bracketIndex(t.Value)]++
 				if len(stack) > MaxDepth && !tooDeep {
 					tooDeep = true
 					sp.broken = true
@@ -344,9 +351,9 @@ func (s *splitter) scan(start, kw int, kind string, ext extent) span {
 					sp.broken = true
 					continue
 				}
-				top := s.toks[stack[len(stack)-1]]
+				top := s.tl.at(stack[len(stack)-1])
 				if closer(top.Value) != t.Value {
-					if open[opener(t.Value)] == 0 {
+					if open[bracketIndex(t.Value)] == 0 {
 						s.errorAt(t, CodeSyntax, "remove it or check the brackets before it",
 							"expected `%s` to close the `%s` at line %d, found `%s`", closer(top.Value), top.Value, top.Pos.Line, t.Value)
 						sp.broken = true
@@ -357,12 +364,12 @@ func (s *splitter) scan(start, kw int, kind string, ext extent) span {
 					s.errorAt(t, CodeSyntax, fmt.Sprintf("add `%s`", closer(top.Value)),
 						"expected `%s` to close the `%s` at line %d, found `%s`", closer(top.Value), top.Value, top.Pos.Line, t.Value)
 					sp.broken = true
-					for closer(s.toks[stack[len(stack)-1]].Value) != t.Value {
-						open[s.toks[stack[len(stack)-1]].Value]--
+					for closer(s.tl.at(stack[len(stack)-1]).Value) != t.Value {
+						open[bracketIndex(s.tl.value(stack[len(stack)-1]))]--
 						stack = stack[:len(stack)-1]
 					}
 				}
-				open[s.toks[stack[len(stack)-1]].Value]--
+				open[bracketIndex(s.tl.value(stack[len(stack)-1]))]--
 				stack = stack[:len(stack)-1]
 				if len(stack) == 0 {
 					if (ext == extBlock && t.Value == "}") || (ext == extCall && t.Value == ")") {
@@ -391,7 +398,7 @@ func (s *splitter) scan(start, kw int, kind string, ext extent) span {
 			report = append(report, stack[len(stack)-1])
 		}
 		for _, k := range report {
-			o := s.toks[k]
+			o := s.tl.at(k)
 			s.errorAt(o, CodeSyntax, fmt.Sprintf("nothing closes it before the end of the file; add the missing `%s`", closer(o.Value)),
 				"expected `%s` to close this `%s`, found end of file", closer(o.Value), o.Value)
 		}
@@ -401,15 +408,16 @@ func (s *splitter) scan(start, kw int, kind string, ext extent) span {
 	return sp
 }
 
-// opener is the opening bracket of a closing one.
-func opener(close string) string {
-	switch close {
-	case ")":
-		return "("
-	case "]":
-		return "["
+// bracketIndex numbers the kinds of brackets, opening or closing: ( ) are
+// 0, [ ] are 1, { } are 2.
+func bracketIndex(b string) int {
+	switch b {
+	case "(", ")":
+		return 0
+	case "[", "]":
+		return 1
 	}
-	return "{"
+	return 2
 }
 
 func closer(open string) string {

@@ -6,12 +6,17 @@ import (
 )
 
 // Parse implements participle.Parseable: `@name` with optional arguments.
-func (d *Decorator) Parse(lex *lexer.PeekingLexer) error {
-	t := lex.Peek()
-	if !isPunct(t, "@") {
+func (d *Decorator) Parse(pl *lexer.PeekingLexer) error {
+	lex := &cursor{pl: pl}
+	if !isPunct(lex.Peek(), "@") {
 		return participle.NextMatch
 	}
-	lex.Next()
+	return parseDecorator(lex, d)
+}
+
+// parseDecorator reads a decorator starting at its `@`.
+func parseDecorator(lex *cursor, d *Decorator) error {
+	t := lex.Next()
 	d.Pos = t.Pos
 	n := lex.Peek()
 	if n.Type != Ident {
@@ -32,13 +37,14 @@ func (d *Decorator) Parse(lex *lexer.PeekingLexer) error {
 		if !startsValue(c) {
 			return expected(c, "an argument or `)`")
 		}
-		a := &Arg{Pos: c.Pos, First: &Value{}}
+		a := lex.n.arg()
+		a.Pos, a.First = c.Pos, lex.n.value()
 		if err := parseValue(lex, a.First); err != nil {
 			return err
 		}
 		if c := lex.Peek(); isPunct(c, ":") || isPunct(c, "=") {
 			lex.Next()
-			a.Named = &Value{}
+			a.Named = lex.n.value()
 			if !startsValue(lex.Peek()) {
 				return expected(lex.Peek(), valueWords)
 			}
@@ -46,7 +52,7 @@ func (d *Decorator) Parse(lex *lexer.PeekingLexer) error {
 				return err
 			}
 		}
-		d.Args = append(d.Args, a)
+		d.Args = lex.n.pushArg(d.Args, a)
 		switch c := lex.Peek(); {
 		case isPunct(c, ","):
 			lex.Next()
@@ -59,23 +65,28 @@ func (d *Decorator) Parse(lex *lexer.PeekingLexer) error {
 
 // Parse implements participle.Parseable: `name`, `name: Type`, with an
 // optional `= default`.
-func (p *Param) Parse(lex *lexer.PeekingLexer) error {
-	t := lex.Peek()
-	if t.Type != Ident {
+func (p *Param) Parse(pl *lexer.PeekingLexer) error {
+	lex := &cursor{pl: pl}
+	if lex.Peek().Type != Ident {
 		return participle.NextMatch
 	}
-	lex.Next()
+	return parseParam(lex, p)
+}
+
+// parseParam reads a parameter starting at its name.
+func parseParam(lex *cursor, p *Param) error {
+	t := lex.Next()
 	p.Pos, p.Name = t.Pos, t.Value
 	if isPunct(lex.Peek(), ":") {
 		lex.Next()
-		p.Type = &TypeExpr{}
+		p.Type = lex.n.typeExpr()
 		if err := parseType(lex, p.Type); err != nil {
 			return err
 		}
 	}
 	if isPunct(lex.Peek(), "=") {
 		lex.Next()
-		p.Default = &Value{}
+		p.Default = lex.n.value()
 		if !startsValue(lex.Peek()) {
 			return expected(lex.Peek(), valueWords)
 		}
@@ -90,7 +101,8 @@ func (p *Param) Parse(lex *lexer.PeekingLexer) error {
 }
 
 // Parse implements participle.Parseable: `{ statements }`.
-func (b *Block) Parse(lex *lexer.PeekingLexer) error {
+func (b *Block) Parse(pl *lexer.PeekingLexer) error {
+	lex := &cursor{pl: pl}
 	t := lex.Peek()
 	if !isPunct(t, "{") {
 		return participle.NextMatch
@@ -100,7 +112,7 @@ func (b *Block) Parse(lex *lexer.PeekingLexer) error {
 
 // parseBlock reads a block; nested blocks recurse, bounded by the bracket
 // depth the splitter checked.
-func parseBlock(lex *lexer.PeekingLexer, b *Block) error {
+func parseBlock(lex *cursor, b *Block) error {
 	t := lex.Next()
 	b.Pos = t.Pos
 	for {
@@ -116,15 +128,15 @@ func parseBlock(lex *lexer.PeekingLexer, b *Block) error {
 		case n.EOF() || n.Type == Sep:
 			return expected(n, "a statement or `}`")
 		}
-		st := &Stmt{}
+		st := lex.n.stmt()
 		if err := parseStmt(lex, st); err != nil {
 			return err
 		}
-		b.Stmts = append(b.Stmts, st)
+		b.Stmts = lex.n.pushStmt(b.Stmts, st)
 	}
 }
 
-func parseStmt(lex *lexer.PeekingLexer, st *Stmt) error {
+func parseStmt(lex *cursor, st *Stmt) error {
 	t := lex.Peek()
 	st.Pos = t.Pos
 	switch {
@@ -135,13 +147,15 @@ func parseStmt(lex *lexer.PeekingLexer, st *Stmt) error {
 			return expected(c, `a string after python! (python! """…""")`)
 		}
 		lex.Next()
-		st.Python = &PythonStmt{Pos: t.Pos, Code: &StringLit{Pos: c.Pos, Raw: c.Value}}
+		st.Python = lex.n.python()
+		st.Python.Pos, st.Python.Code = t.Pos, lex.n.strLit(c.Pos, c.Value)
 		return nil
 	case t.Type == Ident && t.Value == "return":
 		lex.Next()
-		st.Return = &ReturnStmt{Pos: t.Pos}
+		st.Return = lex.n.ret()
+		st.Return.Pos = t.Pos
 		if startsExpr(lex.Peek()) {
-			st.Return.Value = &Expr{}
+			st.Return.Value = lex.n.expr()
 			return parseExpr(lex, st.Return.Value)
 		}
 		return nil
@@ -150,24 +164,27 @@ func parseStmt(lex *lexer.PeekingLexer, st *Stmt) error {
 		if !startsExpr(lex.Peek()) {
 			return expected(lex.Peek(), "an expression after print")
 		}
-		st.Print = &PrintStmt{Pos: t.Pos, Value: &Expr{}}
+		st.Print = &PrintStmt{Pos: t.Pos, Value: lex.n.expr()}
 		return parseExpr(lex, st.Print.Value)
 	case t.Type == Ident && t.Value == "if":
 		return parseIf(lex, st)
 	}
-	other := &OtherStmt{}
-	switch err := other.Parse(lex); err {
-	case nil:
-		st.Other = other
-		return nil
-	case participle.NextMatch:
-	default:
-		return err
+	if t.Type == Ident && unsupportedStmtKeywords[t.Value] != "" {
+		other := &OtherStmt{}
+		switch err := parseOther(lex, other); err {
+		case nil:
+			st.Other = other
+			return nil
+		case participle.NextMatch:
+		default:
+			return err
+		}
 	}
 	if !startsExpr(t) {
 		return expected(t, "a statement or `}`")
 	}
-	es := &ExprStmt{Pos: t.Pos, X: &Expr{}}
+	es := lex.n.exprStmt()
+	es.Pos, es.X = t.Pos, lex.n.expr()
 	if err := parseExpr(lex, es.X); err != nil {
 		return err
 	}
@@ -177,7 +194,7 @@ func parseStmt(lex *lexer.PeekingLexer, st *Stmt) error {
 		if !startsExpr(lex.Peek()) {
 			return expected(lex.Peek(), exprWords)
 		}
-		es.Value = &Expr{}
+		es.Value = lex.n.expr()
 		if err := parseExpr(lex, es.Value); err != nil {
 			return err
 		}
@@ -186,9 +203,10 @@ func parseStmt(lex *lexer.PeekingLexer, st *Stmt) error {
 	return nil
 }
 
-func parseIf(lex *lexer.PeekingLexer, st *Stmt) error {
+func parseIf(lex *cursor, st *Stmt) error {
 	t := lex.Next()
-	is := &IfStmt{Pos: t.Pos, Cond: &Expr{}, Then: &Block{}}
+	is := lex.n.ifStmt()
+	is.Pos, is.Cond, is.Then = t.Pos, lex.n.expr(), lex.n.block()
 	st.If = is
 	if !startsExpr(lex.Peek()) {
 		return expected(lex.Peek(), "a condition after if")
@@ -208,13 +226,14 @@ func parseIf(lex *lexer.PeekingLexer, st *Stmt) error {
 			return nil
 		}
 		lex.Next()
-		arm := &ElseArm{Pos: e.Pos, Then: &Block{}}
+		arm := lex.n.arm()
+		arm.Pos, arm.Then = e.Pos, lex.n.block()
 		if n := lex.Peek(); n.Type == Ident && n.Value == "if" {
 			lex.Next()
 			if !startsExpr(lex.Peek()) {
 				return expected(lex.Peek(), "a condition after else if")
 			}
-			arm.Cond = &Expr{}
+			arm.Cond = lex.n.expr()
 			if err := parseExpr(lex, arm.Cond); err != nil {
 				return err
 			}
@@ -225,6 +244,6 @@ func parseIf(lex *lexer.PeekingLexer, st *Stmt) error {
 		if err := parseBlock(lex, arm.Then); err != nil {
 			return err
 		}
-		is.Arms = append(is.Arms, arm)
+		is.Arms = lex.n.pushArm(is.Arms, arm)
 	}
 }
