@@ -97,9 +97,15 @@ func resolveProvider(e *env, f *agentFlags, prog *compile.Program, agent *compil
 	)
 	if kind == "anthropic" {
 		lookup("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", e.getenv)
+		if key == "" && (baseURL == "" || baseURL == provider.DefaultAnthropicBaseURL) {
+			return nil, missingKey("Anthropic", "ANTHROPIC_API_KEY", prefix)
+		}
 		p, err = provider.NewAnthropic(provider.AnthropicConfig{BaseURL: or(baseURL, provider.DefaultAnthropicBaseURL), APIKey: key, Model: name})
 	} else {
 		lookup("OPENAI_BASE_URL", "OPENAI_API_KEY", e.getenv)
+		if key == "" && (baseURL == "" || baseURL == provider.DefaultOpenAIBaseURL) {
+			return nil, missingKey("OpenAI", "OPENAI_API_KEY", prefix)
+		}
 		p, err = provider.NewOpenAI(provider.OpenAIConfig{BaseURL: or(baseURL, provider.DefaultOpenAIBaseURL), APIKey: key, Model: name})
 	}
 	sec.addSecret(key)
@@ -107,6 +113,17 @@ func resolveProvider(e *env, f *agentFlags, prog *compile.Program, agent *compil
 		return nil, err
 	}
 	return &resolvedProvider{provider: provider.WithRetry(p, retryPolicy(agent, onRetry)), identity: p.Identity()}, nil
+}
+
+// missingKey explains how to give a key for a hosted API (local servers,
+// reached through a base URL, may do without one).
+func missingKey(service, envVar, prefix string) error {
+	where := "NEXA_API_KEY or " + envVar
+	if prefix != "" {
+		up := strings.ToUpper(prefix)
+		where = fmt.Sprintf("NEXA_API_KEY, %s_API_KEY (environment, or API_KEY in a `config %s { … }` block of secrets.nxs) or %s", up, prefix, envVar)
+	}
+	return fmt.Errorf("no API key for the %s API: set %s, or API_KEY in the active block of secrets.nxs; for a local server give its --base-url", service, where)
 }
 
 // or returns s, or def when s is empty.
