@@ -216,7 +216,8 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	}
 	defer tools.close()
 	detect := sandboxDetector(e)
-	execs := executors(e, detect)
+	execs, py := executors(e, detect)
+	defer py.Close()
 	if tools.mgr != nil {
 		execs[compile.BodyMCP] = tools.mgr
 	}

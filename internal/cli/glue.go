@@ -51,13 +51,15 @@ func openStore(e *env, flag, wd string) (storeHandle, error) {
 }
 
 // executors are the tool executors of this build, by body kind.
-func executors(e *env, detect func() (*sandbox.Bwrap, error)) map[compile.BodyKind]runtime.Executor {
+// The Python executor is returned too: it keeps warm interpreters that the
+// caller stops with Close when the run stops.
+func executors(e *env, detect func() (*sandbox.Bwrap, error)) (map[compile.BodyKind]runtime.Executor, *pytool.Executor) {
 	py := pytool.New(pytool.Options{Python: e.getenv("NEXA_PYTHON"), Env: toolEnv(), Sandbox: detect})
 	return map[compile.BodyKind]runtime.Executor{
 		compile.BodyPython:  py,
 		compile.BodyNative:  native.New(),
 		compile.BodyBuiltin: builtin.New(builtin.Options{Env: toolEnv()}),
-	}
+	}, py
 }
 
 // toolEnv is the environment tools start with: this process's, without

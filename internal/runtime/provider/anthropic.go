@@ -3,18 +3,14 @@ package provider
 import (
 	"bytes"
 	"context"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
-	"net/url"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -78,9 +74,11 @@ type AnthropicConfig struct {
 // runtime own retries so they can respect the run's deadline, and the CLI
 // owns configuration.
 type Anthropic struct {
-	cfg     AnthropicConfig
-	baseURL string
-	svc     anthropic.MessageService
+	cfg AnthropicConfig
+	// httpAPI holds the base URL and the key redaction and error wording
+	// shared with OpenAI (http.go).
+	httpAPI
+	svc anthropic.MessageService
 }
 
 // NewAnthropic checks cfg and builds a provider. It fails on a missing model
@@ -93,30 +91,13 @@ func NewAnthropic(cfg AnthropicConfig) (*Anthropic, error) {
 	if cfg.MaxTokens < 0 {
 		return nil, fmt.Errorf("anthropic provider: max tokens %d is negative", cfg.MaxTokens)
 	}
-	base := strings.TrimSpace(cfg.BaseURL)
-	if base == "" {
-		base = DefaultAnthropicBaseURL
-	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("anthropic provider: base URL %q is not an absolute http(s) URL (e.g. %s)", redactString(base, cfg.APIKey), DefaultAnthropicBaseURL)
-	}
-	base = strings.TrimRight(base, "/")
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{Transport: http.DefaultTransport}
-		if t, ok := http.DefaultTransport.(*http.Transport); ok {
-			// A server that accepts and never answers fails (and is
-			// retried) instead of hanging until the deadline; the body
-			// of a stream is not limited.
-			t = t.Clone()
-			t.ResponseHeaderTimeout = 10 * time.Minute
-			client.Transport = t
-		}
+	base, err := checkBaseURL("anthropic", cfg.BaseURL, DefaultAnthropicBaseURL, DefaultAnthropicBaseURL, cfg.APIKey)
+	if err != nil {
+		return nil, err
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(base + "/"),
-		option.WithHTTPClient(client),
+		option.WithHTTPClient(httpClient(cfg.HTTPClient)),
 		option.WithMaxRetries(0),
 		option.WithRequestTimeout(anthropicRequestTimeout),
 		// Explicit, so that no ANTHROPIC_OPEN_TELEMETRY* variable is
@@ -132,7 +113,14 @@ func NewAnthropic(cfg AnthropicConfig) (*Anthropic, error) {
 	// NewMessageService, unlike anthropic.NewClient, reads no ANTHROPIC_*
 	// variable, profile or credential file: configuration comes from cfg
 	// only.
-	return &Anthropic{cfg: cfg, baseURL: base, svc: anthropic.NewMessageService(opts...)}, nil
+	api := httpAPI{
+		name: "anthropic", baseURL: base, apiKey: cfg.APIKey,
+		keyHint: "ANTHROPIC_API_KEY (or NEXA_API_KEY, or API_KEY in the anthropic block of secrets.nxs)",
+		notFound: fmt.Sprintf("%s/v1/messages was not found; check --base-url (an Anthropic base URL is the API root without /v1, e.g. %s)",
+			base, DefaultAnthropicBaseURL),
+		overloadedStatus: 529, // Anthropic's "overloaded"
+	}
+	return &Anthropic{cfg: cfg, httpAPI: api, svc: anthropic.NewMessageService(opts...)}, nil
 }
 
 // Identity names the endpoint (kind, base URL, model) and never the key.
@@ -160,7 +148,7 @@ func (a *Anthropic) Complete(ctx context.Context, req Request, progress func(Eve
 		return Reply{}, a.classify(ctx, err, res, model)
 	}
 	if res == nil || res.Body == nil {
-		return Reply{}, &Error{Kind: KindMalformedReply, Message: "the server returned no response body"}
+		return Reply{}, errNoBody()
 	}
 	defer res.Body.Close()
 
@@ -524,7 +512,7 @@ type anthropicStreamDelta struct {
 func (a *Anthropic) stream(ctx context.Context, res *http.Response, progress func(Event)) (Reply, error) {
 	dec := ssestream.NewDecoder(res)
 	if dec == nil {
-		return Reply{}, &Error{Kind: KindMalformedReply, Message: "the server returned no response body"}
+		return Reply{}, errNoBody()
 	}
 	defer dec.Close()
 	var acc anthropicAcc
@@ -558,14 +546,10 @@ func (a *Anthropic) stream(ctx context.Context, res *http.Response, progress fun
 			break
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return Reply{}, fmt.Errorf("anthropic stream: %w", err)
-	}
-	if !acc.stopped {
-		if err := dec.Err(); err != nil {
-			return Reply{}, &Error{Kind: KindStreamCut, Transient: true, Message: "the stream broke before the reply was complete: " + a.redact(err.Error())}
-		}
-		return Reply{}, &Error{Kind: KindStreamCut, Transient: true, Message: "the stream ended before the model finished its reply (no message_stop)"}
+	// The loop stops at message_stop without reading further, so a
+	// decoder error always means the stream broke before it.
+	if err := a.streamEnd(ctx, dec.Err(), acc.stopped, "the stream ended", "message_stop"); err != nil {
+		return Reply{}, err
 	}
 	if !acc.started {
 		return Reply{}, &Error{Kind: KindMalformedReply, Message: "the stream ended without a message_start event: it is not a Messages API stream"}
@@ -819,21 +803,9 @@ func (a *anthropicAcc) reply() (Reply, error) {
 		}
 		return json.Marshal(rm)
 	}
-	raw, err := encode()
+	raw, err := encodeFillingIDs(msg.ToolCalls, encode)
 	if err != nil {
 		return Reply{}, fmt.Errorf("anthropic stream: encode assembled reply: %w", err)
-	}
-	needIDs := false
-	for _, c := range msg.ToolCalls {
-		needIDs = needIDs || c.ID == ""
-	}
-	if needIDs {
-		// Ids missing on the wire are derived from the assembled reply
-		// without them, then written into the raw copy too.
-		fillCallIDs(msg.ToolCalls, raw)
-		if raw, err = encode(); err != nil {
-			return Reply{}, fmt.Errorf("anthropic stream: encode assembled reply: %w", err)
-		}
 	}
 	reply := Reply{Message: msg, Raw: raw, Usage: anthropicUsage(a.usage)}
 	if a.stopReason != nil {
@@ -858,104 +830,18 @@ func (a *Anthropic) classify(ctx context.Context, err error, res *http.Response,
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("anthropic request: %w", ctxErr)
 	}
-	var apiErr *anthropic.Error
-	status := 0
-	var header http.Header
-	var body []byte
-	if errors.As(err, &apiErr) {
-		status = apiErr.StatusCode
-		if apiErr.Response != nil {
-			header = apiErr.Response.Header
-			body = readBody(apiErr.Response)
-		}
-	} else if res != nil && res.StatusCode >= 400 {
-		status, header, body = res.StatusCode, res.Header, readBody(res)
-	}
-	if status != 0 {
+	if status, header, body := errorResponse(err, res, anthropicStatus); status != 0 {
 		return a.statusError(status, header, body, model)
 	}
 	return a.transportError(err)
 }
 
-// statusError classifies an HTTP error status. 529 (overloaded) is a 5xx
-// and so a transient server error, like 500 and 503.
-func (a *Anthropic) statusError(status int, header http.Header, body []byte, model string) *Error {
-	kind, transient := classifyStatus(status)
-	server := errorText(body)
-	e := &Error{Kind: kind, Status: status, Transient: transient}
-	switch kind {
-	case KindAuth:
-		if a.cfg.APIKey == "" {
-			e.Message = fmt.Sprintf("the server requires an API key (HTTP %d) and none is configured; set ANTHROPIC_API_KEY (or NEXA_API_KEY, or API_KEY in the anthropic block of secrets.nxs)", status)
-		} else {
-			e.Message = fmt.Sprintf("the API key was rejected (HTTP %d); check ANTHROPIC_API_KEY (or NEXA_API_KEY, or API_KEY in the anthropic block of secrets.nxs)", status)
-		}
-	case KindModelNotFound:
-		if !strings.Contains(strings.ToLower(server), "model") {
-			e.Kind = KindNotFound
-			e.Message = fmt.Sprintf("%s/v1/messages was not found; check --base-url (an Anthropic base URL is the API root without /v1, e.g. %s)", a.baseURL, DefaultAnthropicBaseURL)
-		} else {
-			e.Message = fmt.Sprintf("model %q is not available at %s; check --model", model, a.baseURL)
-		}
-	case KindRateLimited:
-		e.RetryAfter = retryAfter(header, time.Now())
-		e.Message = "the server is rate limiting requests"
-	case KindServer:
-		e.RetryAfter = retryAfter(header, time.Now())
-		if status == 529 {
-			e.Message = "the server is overloaded"
-		} else {
-			e.Message = "the server failed to answer"
-		}
-	default:
-		e.Message = "the server rejected the request"
+// anthropicStatus finds the SDK's error for an HTTP error status, with the
+// status and the response it carries.
+func anthropicStatus(err error) (int, *http.Response, bool) {
+	var apiErr *anthropic.Error
+	if !errors.As(err, &apiErr) {
+		return 0, nil, false
 	}
-	if server != "" {
-		e.Message += ": " + truncate(server, 500)
-	}
-	e.Message = a.redact(e.Message)
-	return e
-}
-
-// transportError classifies a failure without an HTTP status: the network,
-// or a request the client could not build.
-func (a *Anthropic) transportError(err error) *Error {
-	msg := a.redact(err.Error())
-	var dnsErr *net.DNSError
-	var certErr *x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	var certInvalid x509.CertificateInvalidError
-	switch {
-	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
-		return &Error{Kind: KindConnection, Message: fmt.Sprintf("cannot resolve the host of %s: %s", a.baseURL, msg)}
-	case errors.As(err, &certErr), errors.As(err, &hostErr), errors.As(err, &certInvalid):
-		return &Error{Kind: KindConnection, Message: fmt.Sprintf("TLS verification of %s failed: %s", a.baseURL, msg)}
-	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EPIPE), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return &Error{Kind: KindConnection, Transient: true, Message: fmt.Sprintf("cannot reach %s: %s", a.baseURL, msg)}
-	}
-	var netErr net.Error
-	var urlErr *url.Error
-	if errors.As(err, &netErr) || errors.As(err, &urlErr) {
-		return &Error{Kind: KindConnection, Transient: true, Message: fmt.Sprintf("cannot reach %s: %s", a.baseURL, msg)}
-	}
-	return &Error{Kind: KindConnection, Message: fmt.Sprintf("request to %s failed: %s", a.baseURL, msg)}
-}
-
-// redact removes the API key from text meant for people.
-func (a *Anthropic) redact(s string) string { return redactString(s, a.cfg.APIKey) }
-
-// redactJSON removes key from a raw response before it is saved in the run
-// (a run never holds a secret); a key too short to be a real secret is left
-// alone so that the JSON is not mangled.
-func redactJSON(raw json.RawMessage, key string) json.RawMessage {
-	if len(key) < 8 || !bytes.Contains(raw, []byte(key)) {
-		return raw
-	}
-	out := bytes.ReplaceAll(raw, []byte(key), []byte("[redacted]"))
-	if !json.Valid(out) {
-		// Keep it valid JSON for the store, and still without the key.
-		out, _ = json.Marshal(string(out))
-	}
-	return out
+	return apiErr.StatusCode, apiErr.Response, true
 }

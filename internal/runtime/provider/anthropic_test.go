@@ -1,12 +1,10 @@
 package provider
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"slices"
@@ -18,7 +16,8 @@ import (
 	"github.com/nexa-run/nexa/internal/runtime/state"
 )
 
-// The tests below share newFake and testKey with openai_test.go.
+// The tests below share newFake, testKey and the checks run against both
+// providers with openai_test.go (testhelpers_test.go).
 
 func newTestAnthropic(t *testing.T, baseURL, key string) *Anthropic {
 	t.Helper()
@@ -27,11 +26,6 @@ func newTestAnthropic(t *testing.T, baseURL, key string) *Anthropic {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// userOnly is the smallest request.
-func userOnly(stream bool) Request {
-	return Request{Messages: []state.Message{{Role: state.RoleUser, Content: "x"}}, Stream: stream}
 }
 
 // anthropicConversation is a request with every kind of message, adjacent
@@ -431,25 +425,14 @@ func TestAnthropicIdentityAndConfig(t *testing.T) {
 }
 
 func TestAnthropicBadRequestsFailBeforeSending(t *testing.T) {
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {})
-	p := newTestAnthropic(t, f.URL, "")
-	for name, req := range map[string]Request{
+	testRefusedBeforeSending(t, newTestAnthropic, map[string]Request{
 		"role":        {Messages: []state.Message{{Role: "narrator", Content: "x"}}},
 		"tool choice": {Messages: []state.Message{{Role: "user", Content: "x"}}, ToolChoice: "always"},
 		"schema":      {Messages: []state.Message{{Role: "user", Content: "x"}}, Tools: []ToolSpec{{Name: "t", Parameters: json.RawMessage(`[1]`)}}},
 		"schema type": {Messages: []state.Message{{Role: "user", Content: "x"}}, Tools: []ToolSpec{{Name: "t", Parameters: json.RawMessage(`{"type":"string"}`)}}},
 		"tool id":     {Messages: []state.Message{{Role: "tool", Content: "x"}}},
 		"call id":     {Messages: []state.Message{{Role: "user", Content: "x"}, {Role: "assistant", ToolCalls: []state.ToolCall{{Name: "t"}}}}},
-	} {
-		_, err := p.Complete(context.Background(), req, nil)
-		pe, ok := AsError(err)
-		if !ok || pe.Kind != KindInvalidRequest || pe.Transient {
-			t.Errorf("%s: err = %v", name, err)
-		}
-	}
-	if f.count() != 0 {
-		t.Errorf("%d requests sent", f.count())
-	}
+	})
 }
 
 // sse is one server-sent event as the Messages API writes it.
@@ -468,13 +451,7 @@ func anthropicSSEWriter(w http.ResponseWriter, events []sse, pieces int) {
 		}
 		all.WriteString("data: " + e.data + "\n\n")
 	}
-	s := all.String()
-	fl := w.(http.Flusher)
-	step := len(s)/pieces + 1
-	for i := 0; i < len(s); i += step {
-		io.WriteString(w, s[i:min(i+step, len(s))])
-		fl.Flush()
-	}
+	writeInPieces(w, all.String(), pieces)
 }
 
 // toolUseStream is a stream as the API sends it: text, then two tool_use
@@ -602,19 +579,7 @@ func TestAnthropicStreamCut(t *testing.T) {
 	}
 	partial.WriteString("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"ind")
 	cases := map[string]http.HandlerFunc{
-		"connection closed mid-event": func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.WriteHeader(200)
-			io.WriteString(w, partial.String())
-			w.(http.Flusher).Flush()
-			conn, buf, err := http.NewResponseController(w).Hijack()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			buf.Flush()
-			conn.Close()
-		},
+		"connection closed mid-event": closeMidEvent(t, partial.String()),
 		"clean end before message_delta": func(w http.ResponseWriter, r *http.Request) {
 			anthropicSSEWriter(w, toolUseStream[:9], 4)
 		},
@@ -729,16 +694,7 @@ func TestAnthropicStatusErrors(t *testing.T) {
 	errBody := func(typ, msg string) string {
 		return fmt.Sprintf(`{"type":"error","error":{"type":%q,"message":%q},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fy"}`, typ, msg)
 	}
-	cases := []struct {
-		name       string
-		status     int
-		header     map[string]string
-		body       string
-		kind       string
-		transient  bool
-		retryAfter time.Duration // 0: expect none; <0: roughly 90s
-		msg        string
-	}{
+	testStatusErrors(t, newTestAnthropic, []statusCase{
 		{"500", 500, nil, errBody("api_error", "Internal server error"), KindServer, true, 0, "Internal server error"},
 		{"529", 529, nil, errBody("overloaded_error", "Overloaded"), KindServer, true, 0, "the server is overloaded: Overloaded"},
 		{"503 text", 503, map[string]string{"Retry-After": "3"}, `upstream connect error`, KindServer, true, 3 * time.Second, "upstream connect error"},
@@ -749,47 +705,7 @@ func TestAnthropicStatusErrors(t *testing.T) {
 		{"404 model", 404, nil, errBody("not_found_error", "model: claude-test"), KindModelNotFound, false, 0, `model "claude-test" is not available`},
 		{"404 path", 404, nil, `404 page not found`, KindNotFound, false, 0, "without /v1"},
 		{"403", 403, nil, errBody("permission_error", "Your API key does not have permission to use the specified resource."), KindAuth, false, 0, "the API key was rejected (HTTP 403); check ANTHROPIC_API_KEY"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			for _, stream := range []bool{false, true} {
-				f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
-					for k, v := range c.header {
-						w.Header().Set(k, v)
-					}
-					if strings.HasPrefix(c.body, "{") {
-						w.Header().Set("Content-Type", "application/json")
-					}
-					w.WriteHeader(c.status)
-					io.WriteString(w, c.body)
-				})
-				p := newTestAnthropic(t, f.URL, testKey)
-				_, err := p.Complete(context.Background(), userOnly(stream), nil)
-				pe, ok := AsError(err)
-				if !ok {
-					t.Fatalf("stream=%v: err = %v (%T)", stream, err, err)
-				}
-				if pe.Kind != c.kind || pe.Transient != c.transient || pe.Status != c.status {
-					t.Errorf("stream=%v: err = %#v", stream, pe)
-				}
-				switch {
-				case c.retryAfter < 0:
-					if pe.RetryAfter < 80*time.Second || pe.RetryAfter > 91*time.Second {
-						t.Errorf("stream=%v: RetryAfter = %s", stream, pe.RetryAfter)
-					}
-				case pe.RetryAfter != c.retryAfter:
-					t.Errorf("stream=%v: RetryAfter = %s, want %s", stream, pe.RetryAfter, c.retryAfter)
-				}
-				if !strings.Contains(pe.Message, c.msg) {
-					t.Errorf("stream=%v: message %q lacks %q", stream, pe.Message, c.msg)
-				}
-				// The SDK's own retries are off: exactly one request.
-				if n := f.count(); n != 1 {
-					t.Errorf("stream=%v: %d requests, want 1", stream, n)
-				}
-			}
-		})
-	}
+	})
 }
 
 func TestAnthropicKeyNeverLeaks(t *testing.T) {
@@ -823,30 +739,8 @@ func TestAnthropicKeyNeverLeaks(t *testing.T) {
 			fmt.Fprintf(w, "<p>%s</p>", r.Header.Get("X-Api-Key"))
 		},
 	}
-	for name, h := range echo {
-		t.Run(name, func(t *testing.T) {
-			f := newFake(t, h)
-			p := newTestAnthropic(t, f.URL, testKey)
-			for _, stream := range []bool{false, true} {
-				_, err := p.Complete(context.Background(), userOnly(stream), nil)
-				if err == nil {
-					t.Fatal("no error")
-				}
-				for _, text := range []string{err.Error(), fmt.Sprintf("%v", err), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err)} {
-					if strings.Contains(text, testKey) {
-						t.Fatalf("stream=%v: the key leaked: %s", stream, text)
-					}
-				}
-				if strings.Contains(name, "401") {
-					pe, _ := AsError(err)
-					if pe == nil || pe.Kind != KindAuth || pe.Transient ||
-						!strings.HasPrefix(pe.Message, "the API key was rejected (HTTP 401); check ANTHROPIC_API_KEY (or NEXA_API_KEY, or API_KEY in the anthropic block of secrets.nxs)") {
-						t.Errorf("401: %#v", pe)
-					}
-				}
-			}
-		})
-	}
+	testKeyNeverLeaks(t, newTestAnthropic, echo,
+		"the API key was rejected (HTTP 401); check ANTHROPIC_API_KEY (or NEXA_API_KEY, or API_KEY in the anthropic block of secrets.nxs)")
 	// A successful reply that quotes the key is stored without it, streamed
 	// or not.
 	for _, stream := range []bool{false, true} {
@@ -885,60 +779,11 @@ func TestAnthropicAuthWithoutKey(t *testing.T) {
 }
 
 func TestAnthropicConnectionErrors(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	p := newTestAnthropic(t, "http://"+addr, testKey)
-	for _, stream := range []bool{false, true} {
-		_, err := p.Complete(context.Background(), userOnly(stream), nil)
-		pe, ok := AsError(err)
-		if !ok || pe.Kind != KindConnection || !pe.Transient || !strings.Contains(pe.Message, "refused") {
-			t.Fatalf("stream=%v: err = %v", stream, err)
-		}
-	}
-
-	// A server that accepts and hangs up without answering.
-	hang, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hang.Close()
-	go func() {
-		for {
-			c, err := hang.Accept()
-			if err != nil {
-				return
-			}
-			bufio.NewReader(c).ReadString('\n')
-			c.Close()
-		}
-	}()
-	p = newTestAnthropic(t, "http://"+hang.Addr().String(), testKey)
-	_, err = p.Complete(context.Background(), userOnly(false), nil)
-	if pe, ok := AsError(err); !ok || pe.Kind != KindConnection || !pe.Transient {
-		t.Fatalf("hang-up: err = %v", err)
-	}
+	testConnectionErrors(t, newTestAnthropic)
 }
 
 func TestAnthropicContextCanceledIsNotAProviderError(t *testing.T) {
-	started := make(chan struct{})
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprintf(w, "event: message_start\ndata: %s\n\n", toolUseStream[0].data)
-		w.(http.Flusher).Flush()
-		close(started)
-		<-r.Context().Done()
-	})
-	p := newTestAnthropic(t, f.URL, "")
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { <-started; cancel() }()
-	_, err := p.Complete(ctx, userOnly(true), nil)
-	if _, ok := AsError(err); ok || err == nil || !strings.Contains(err.Error(), "canceled") {
-		t.Fatalf("err = %v", err)
-	}
+	testContextCanceled(t, newTestAnthropic, "event: message_start\ndata: "+toolUseStream[0].data+"\n\n")
 }
 
 func TestAnthropicRetriedThroughWithRetry(t *testing.T) {

@@ -3,22 +3,14 @@ package provider
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
-	"net/url"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -58,9 +50,11 @@ type OpenAIConfig struct {
 // openai-go client, with the client's own retries disabled: WithRetry and
 // the runtime own retries so they can respect the run's deadline.
 type OpenAI struct {
-	cfg     OpenAIConfig
-	baseURL string
-	svc     openai.ChatCompletionService
+	cfg OpenAIConfig
+	// httpAPI holds the base URL and the key redaction and error wording
+	// shared with Anthropic (http.go).
+	httpAPI
+	svc openai.ChatCompletionService
 }
 
 // NewOpenAI checks cfg and builds a provider. It fails on a missing model or
@@ -70,33 +64,16 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if strings.TrimSpace(cfg.Model) == "" {
 		return nil, errors.New("openai provider: no model configured; pass --model or set NEXA_MODEL")
 	}
-	base := strings.TrimSpace(cfg.BaseURL)
-	if base == "" {
-		base = DefaultOpenAIBaseURL
+	base, err := checkBaseURL("openai", cfg.BaseURL, DefaultOpenAIBaseURL, "http://localhost:11434/v1", cfg.APIKey)
+	if err != nil {
+		return nil, err
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai provider: base URL %q is not an absolute http(s) URL (e.g. http://localhost:11434/v1)", redactString(base, cfg.APIKey))
-	}
-	base = strings.TrimRight(base, "/")
 	if cfg.Kind == "" {
 		cfg.Kind = "openai"
 	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{Transport: http.DefaultTransport}
-		if t, ok := http.DefaultTransport.(*http.Transport); ok {
-			// A server that accepts and never answers fails (and is
-			// retried) instead of hanging until the deadline; the body
-			// of a stream is not limited.
-			t = t.Clone()
-			t.ResponseHeaderTimeout = 10 * time.Minute
-			client.Transport = t
-		}
-	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(base + "/"),
-		option.WithHTTPClient(client),
+		option.WithHTTPClient(httpClient(cfg.HTTPClient)),
 		option.WithMaxRetries(0),
 	}
 	if cfg.APIKey != "" {
@@ -104,7 +81,12 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	}
 	// NewChatCompletionService, unlike openai.NewClient, reads no
 	// OPENAI_* environment variable: configuration comes from cfg only.
-	return &OpenAI{cfg: cfg, baseURL: base, svc: openai.NewChatCompletionService(opts...)}, nil
+	api := httpAPI{
+		name: "openai", baseURL: base, apiKey: cfg.APIKey,
+		keyHint:  "NEXA_API_KEY or the provider's key variable",
+		notFound: base + "/chat/completions was not found; check --base-url (an OpenAI-compatible base URL usually ends in /v1)",
+	}
+	return &OpenAI{cfg: cfg, httpAPI: api, svc: openai.NewChatCompletionService(opts...)}, nil
 }
 
 // Identity names the endpoint (kind, base URL, model) and never the key.
@@ -128,7 +110,7 @@ func (o *OpenAI) Complete(ctx context.Context, req Request, progress func(Event)
 	if err != nil {
 		return Reply{}, err
 	}
-	reply.Raw = o.redactRaw(reply.Raw)
+	reply.Raw = redactJSON(reply.Raw, o.cfg.APIKey)
 	return reply, nil
 }
 
@@ -282,23 +264,6 @@ func usageFrom(u openai.CompletionUsage) state.Usage {
 	return out
 }
 
-// fillCallIDs gives an id to every call a server sent without one (some
-// local servers do): derived from the reply's bytes, so it is stable for a
-// saved reply and unlikely to repeat across turns.
-func fillCallIDs(calls []state.ToolCall, raw []byte) {
-	var prefix string
-	for i := range calls {
-		if calls[i].ID != "" {
-			continue
-		}
-		if prefix == "" {
-			sum := sha256.Sum256(raw)
-			prefix = "call_" + hex.EncodeToString(sum[:6])
-		}
-		calls[i].ID = prefix + "_" + strconv.Itoa(i+1)
-	}
-}
-
 // stream is the SSE path: it assembles the deltas into one reply, which is
 // returned only once the model has said it finished.
 func (o *OpenAI) stream(ctx context.Context, params openai.ChatCompletionNewParams, progress func(Event)) (Reply, error) {
@@ -311,7 +276,7 @@ func (o *OpenAI) stream(ctx context.Context, params openai.ChatCompletionNewPara
 		return Reply{}, o.classify(ctx, err, res)
 	}
 	if res == nil || res.Body == nil {
-		return Reply{}, &Error{Kind: KindMalformedReply, Message: "the server returned no response body"}
+		return Reply{}, errNoBody()
 	}
 	defer res.Body.Close()
 
@@ -331,7 +296,7 @@ func (o *OpenAI) stream(ctx context.Context, params openai.ChatCompletionNewPara
 
 	dec := ssestream.NewDecoder(res)
 	if dec == nil {
-		return Reply{}, &Error{Kind: KindMalformedReply, Message: "the server returned no response body"}
+		return Reply{}, errNoBody()
 	}
 	defer dec.Close()
 	var acc streamAcc
@@ -355,18 +320,12 @@ func (o *OpenAI) stream(ctx context.Context, params openai.ChatCompletionNewPara
 			progress(Event{TextDelta: text})
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return Reply{}, fmt.Errorf("openai stream: %w", err)
+	ended := "the stream ended"
+	if acc.done {
+		ended = "the stream sent [DONE]"
 	}
-	if err := dec.Err(); err != nil {
-		return Reply{}, &Error{Kind: KindStreamCut, Transient: true, Message: "the stream broke before the reply was complete: " + o.redact(err.Error())}
-	}
-	if acc.finish == "" {
-		why := "the stream ended"
-		if acc.done {
-			why = "the stream sent [DONE]"
-		}
-		return Reply{}, &Error{Kind: KindStreamCut, Transient: true, Message: why + " before the model finished its reply (no finish_reason)"}
+	if err := o.streamEnd(ctx, dec.Err(), acc.finish != "", ended, "finish_reason"); err != nil {
+		return Reply{}, err
 	}
 	return acc.reply()
 }
@@ -546,8 +505,6 @@ func (a *streamAcc) reply() (Reply, error) {
 	if len(a.usageRaw) > 0 && json.Valid(a.usageRaw) {
 		rc.Usage = a.usageRaw
 	}
-	// Ids missing on the wire are derived from the assembled reply
-	// without them, then written into the raw copy too.
 	fillRaw := func() (json.RawMessage, error) {
 		rc.Choices[0].Message.ToolCalls = nil
 		for _, c := range msg.ToolCalls {
@@ -556,230 +513,38 @@ func (a *streamAcc) reply() (Reply, error) {
 		}
 		return json.Marshal(rc)
 	}
-	raw, err := fillRaw()
+	raw, err := encodeFillingIDs(msg.ToolCalls, fillRaw)
 	if err != nil {
 		return Reply{}, fmt.Errorf("openai stream: encode assembled reply: %w", err)
-	}
-	needIDs := false
-	for _, c := range msg.ToolCalls {
-		needIDs = needIDs || c.ID == ""
-	}
-	if needIDs {
-		fillCallIDs(msg.ToolCalls, raw)
-		if raw, err = fillRaw(); err != nil {
-			return Reply{}, fmt.Errorf("openai stream: encode assembled reply: %w", err)
-		}
 	}
 	return Reply{Message: msg, Raw: raw, Usage: usageFrom(a.usage), FinishReason: a.finish}, nil
 }
 
 // classify turns a failed request into an *Error (or, when the caller's
 // context ended, the context's error, which is not the provider's fault and
-// must not be retried).
+// must not be retried). A response whose body the client could not read or
+// parse, without an error status, is not a chat completion.
 func (o *OpenAI) classify(ctx context.Context, err error, res *http.Response) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("openai request: %w", ctxErr)
 	}
-	var apiErr *openai.Error
-	status := 0
-	var header http.Header
-	var body []byte
-	if errors.As(err, &apiErr) {
-		status = apiErr.StatusCode
-		if apiErr.Response != nil {
-			header = apiErr.Response.Header
-			body = readBody(apiErr.Response)
-		}
-	} else if res != nil && res.StatusCode >= 400 {
-		// The SDK could not parse the error body; the status still
-		// decides.
-		status, header, body = res.StatusCode, res.Header, readBody(res)
+	if status, header, body := errorResponse(err, res, openaiStatus); status != 0 {
+		return o.statusError(status, header, body, o.cfg.Model)
 	}
-	if status != 0 {
-		return o.statusError(status, header, body)
-	}
-	return o.transportError(err, res)
-}
-
-// readBody reads what is left of an error response, bounded.
-func readBody(res *http.Response) []byte {
-	if res == nil || res.Body == nil {
-		return nil
-	}
-	b, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-	return b
-}
-
-// statusError classifies an HTTP error status.
-func (o *OpenAI) statusError(status int, header http.Header, body []byte) *Error {
-	kind, transient := classifyStatus(status)
-	server := errorText(body)
-	e := &Error{Kind: kind, Status: status, Transient: transient}
-	switch kind {
-	case KindAuth:
-		if o.cfg.APIKey == "" {
-			e.Message = fmt.Sprintf("the server requires an API key (HTTP %d) and none is configured; set NEXA_API_KEY or the provider's key variable", status)
-		} else {
-			e.Message = fmt.Sprintf("the API key was rejected (HTTP %d); check NEXA_API_KEY or the provider's key variable", status)
-		}
-	case KindModelNotFound:
-		if !strings.Contains(strings.ToLower(server), "model") {
-			e.Kind = KindNotFound
-			e.Message = fmt.Sprintf("%s/chat/completions was not found; check --base-url (an OpenAI-compatible base URL usually ends in /v1)", o.baseURL)
-		} else {
-			e.Message = fmt.Sprintf("model %q is not available at %s; check --model", o.cfg.Model, o.baseURL)
-		}
-	case KindRateLimited:
-		e.RetryAfter = retryAfter(header, time.Now())
-		e.Message = "the server is rate limiting requests"
-	case KindServer:
-		e.RetryAfter = retryAfter(header, time.Now())
-		e.Message = "the server failed to answer"
-	default:
-		e.Message = "the server rejected the request"
-	}
-	if server != "" {
-		e.Message += ": " + truncate(server, 500)
-	}
-	e.Message = o.redact(e.Message)
-	return e
-}
-
-// transportError classifies a failure without an HTTP status: the network,
-// or a body the client could not read or parse.
-func (o *OpenAI) transportError(err error, res *http.Response) *Error {
-	msg := o.redact(err.Error())
-	var dnsErr *net.DNSError
-	var certErr *x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	var certInvalid x509.CertificateInvalidError
-	switch {
-	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
-		return &Error{Kind: KindConnection, Message: fmt.Sprintf("cannot resolve the host of %s: %s", o.baseURL, msg)}
-	case errors.As(err, &certErr), errors.As(err, &hostErr), errors.As(err, &certInvalid):
-		return &Error{Kind: KindConnection, Message: fmt.Sprintf("TLS verification of %s failed: %s", o.baseURL, msg)}
-	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EPIPE), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return &Error{Kind: KindConnection, Transient: true, Message: fmt.Sprintf("cannot reach %s: %s", o.baseURL, msg)}
-	}
-	var netErr net.Error
-	var urlErr *url.Error
-	if errors.As(err, &netErr) || errors.As(err, &urlErr) {
-		return &Error{Kind: KindConnection, Transient: true, Message: fmt.Sprintf("cannot reach %s: %s", o.baseURL, msg)}
-	}
-	if res != nil {
+	if res != nil && o.networkError(err) == nil {
 		return &Error{Kind: KindMalformedReply, Status: res.StatusCode, Message: fmt.Sprintf(
 			"the response from %s is not a chat completion (Content-Type %q); is --base-url an OpenAI-compatible API (it usually ends in /v1)? %s",
-			o.baseURL, res.Header.Get("Content-Type"), msg)}
+			o.baseURL, res.Header.Get("Content-Type"), o.redact(err.Error()))}
 	}
-	return &Error{Kind: KindConnection, Message: fmt.Sprintf("request to %s failed: %s", o.baseURL, msg)}
+	return o.transportError(err)
 }
 
-// errorText finds the human message in an error body: OpenAI's
-// {"error": {"message"}}, Ollama's {"error": "..."}, FastAPI's
-// {"detail": ...}, {"message": ...}, else the text itself.
-func errorText(body []byte) string {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 {
-		return ""
+// openaiStatus finds the SDK's error for an HTTP error status, with the
+// status and the response it carries.
+func openaiStatus(err error) (int, *http.Response, bool) {
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) {
+		return 0, nil, false
 	}
-	var v map[string]json.RawMessage
-	if json.Unmarshal(body, &v) == nil {
-		str := func(raw json.RawMessage) string {
-			var s string
-			if json.Unmarshal(raw, &s) == nil {
-				return s
-			}
-			return ""
-		}
-		if raw, ok := v["error"]; ok {
-			if s := str(raw); s != "" {
-				return s
-			}
-			var inner map[string]json.RawMessage
-			if json.Unmarshal(raw, &inner) == nil {
-				if s := str(inner["message"]); s != "" {
-					return s
-				}
-			}
-		}
-		for _, k := range []string{"message", "detail"} {
-			if s := str(v[k]); s != "" {
-				return s
-			}
-		}
-		if raw, ok := v["detail"]; ok {
-			return string(raw)
-		}
-	}
-	return string(body)
-}
-
-// retryAfter reads Retry-After-Ms, then Retry-After (seconds or an HTTP
-// date); zero when absent or unparsable.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if h == nil {
-		return 0
-	}
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < 1e9 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 && s < 1e6 {
-			return time.Duration(s * float64(time.Second))
-		}
-		return 0
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
-}
-
-// truncate shortens s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
-
-// redact removes the API key from text meant for people.
-func (o *OpenAI) redact(s string) string { return redactString(s, o.cfg.APIKey) }
-
-// redactString replaces every occurrence of key in s.
-func redactString(s, key string) string {
-	if key == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, key, "[redacted]")
-}
-
-// redactRaw removes the key from a raw response before it is saved in the
-// run (a run never holds a secret); a key too short to be a real secret is
-// left alone so that the JSON is not mangled.
-func (o *OpenAI) redactRaw(raw json.RawMessage) json.RawMessage {
-	k := o.cfg.APIKey
-	if len(k) < 8 || !bytes.Contains(raw, []byte(k)) {
-		return raw
-	}
-	out := bytes.ReplaceAll(raw, []byte(k), []byte("[redacted]"))
-	if !json.Valid(out) {
-		// Keep it valid JSON for the store, and still without the key.
-		out, _ = json.Marshal(string(out))
-	}
-	return out
+	return apiErr.StatusCode, apiErr.Response, true
 }

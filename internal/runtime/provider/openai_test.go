@@ -1,69 +1,17 @@
 package provider
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nexa-run/nexa/internal/runtime/state"
 )
-
-const testKey = "sk-test-0123456789abcdef"
-
-// fakeServer records every request it receives and answers with handler.
-type fakeServer struct {
-	*httptest.Server
-	mu       sync.Mutex
-	requests []recorded
-}
-
-type recorded struct {
-	Path   string
-	Header http.Header
-	Body   map[string]any
-	Raw    []byte
-}
-
-func newFake(t *testing.T, handler http.HandlerFunc) *fakeServer {
-	t.Helper()
-	f := &fakeServer{}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, _ := io.ReadAll(r.Body)
-		var body map[string]any
-		_ = json.Unmarshal(raw, &body)
-		f.mu.Lock()
-		f.requests = append(f.requests, recorded{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Raw: raw})
-		f.mu.Unlock()
-		handler(w, r)
-	}))
-	t.Cleanup(f.Close)
-	return f
-}
-
-func (f *fakeServer) last(t *testing.T) recorded {
-	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.requests) == 0 {
-		t.Fatal("the server received no request")
-	}
-	return f.requests[len(f.requests)-1]
-}
-
-func (f *fakeServer) count() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.requests)
-}
 
 func newTestOpenAI(t *testing.T, baseURL, key string) *OpenAI {
 	t.Helper()
@@ -264,23 +212,12 @@ func TestOpenAIIdentityAndConfig(t *testing.T) {
 }
 
 func TestOpenAIBadRequestsFailBeforeSending(t *testing.T) {
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {})
-	p := newTestOpenAI(t, f.URL, "")
-	for name, req := range map[string]Request{
+	testRefusedBeforeSending(t, newTestOpenAI, map[string]Request{
 		"role":        {Messages: []state.Message{{Role: "narrator", Content: "x"}}},
 		"tool choice": {Messages: []state.Message{{Role: "user", Content: "x"}}, ToolChoice: "always"},
 		"schema":      {Messages: []state.Message{{Role: "user", Content: "x"}}, Tools: []ToolSpec{{Name: "t", Parameters: json.RawMessage(`[1]`)}}},
 		"tool id":     {Messages: []state.Message{{Role: "tool", Content: "x"}}},
-	} {
-		_, err := p.Complete(context.Background(), req, nil)
-		pe, ok := AsError(err)
-		if !ok || pe.Kind != KindInvalidRequest || pe.Transient {
-			t.Errorf("%s: err = %v", name, err)
-		}
-	}
-	if f.count() != 0 {
-		t.Errorf("%d requests sent", f.count())
-	}
+	})
 }
 
 // sseWriter writes a stream in deliberately awkward pieces, flushing each,
@@ -292,14 +229,7 @@ func sseWriter(w http.ResponseWriter, events []string, pieces int) {
 	for _, e := range events {
 		all.WriteString("data: " + e + "\n\n")
 	}
-	s := all.String()
-	fl := w.(http.Flusher)
-	step := len(s)/pieces + 1
-	for i := 0; i < len(s); i += step {
-		end := min(i+step, len(s))
-		io.WriteString(w, s[i:end])
-		fl.Flush()
-	}
+	writeInPieces(w, all.String(), pieces)
 }
 
 var toolStream = []string{
@@ -367,7 +297,7 @@ func TestOpenAIStreamTextOnlyWithoutIndexOrIDs(t *testing.T) {
 	}
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request) { sseWriter(w, events, 3) })
 	p := newTestOpenAI(t, f.URL, "")
-	req := Request{Messages: []state.Message{{Role: "user", Content: "x"}}, Stream: true}
+	req := userOnly(true)
 	r1, err := p.Complete(context.Background(), req, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -390,19 +320,7 @@ func TestOpenAIStreamTextOnlyWithoutIndexOrIDs(t *testing.T) {
 func TestOpenAIStreamCut(t *testing.T) {
 	partial := strings.Join([]string{"data: " + toolStream[0], "data: " + toolStream[1], "data: " + toolStream[3][:40]}, "\n\n")
 	cases := map[string]http.HandlerFunc{
-		"connection closed mid-event": func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.WriteHeader(200)
-			io.WriteString(w, partial)
-			w.(http.Flusher).Flush()
-			conn, buf, err := http.NewResponseController(w).Hijack()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			buf.Flush()
-			conn.Close()
-		},
+		"connection closed mid-event": closeMidEvent(t, partial),
 		"clean end without finish_reason": func(w http.ResponseWriter, r *http.Request) {
 			sseWriter(w, toolStream[:5], 4)
 		},
@@ -415,7 +333,7 @@ func TestOpenAIStreamCut(t *testing.T) {
 			f := newFake(t, h)
 			p := newTestOpenAI(t, f.URL, testKey)
 			var got []string
-			_, err := p.Complete(context.Background(), Request{Messages: []state.Message{{Role: "user", Content: "x"}}, Stream: true},
+			_, err := p.Complete(context.Background(), userOnly(true),
 				func(e Event) { got = append(got, e.TextDelta) })
 			pe, ok := AsError(err)
 			if !ok || pe.Kind != KindStreamCut || !pe.Transient {
@@ -432,7 +350,7 @@ func TestOpenAIStreamErrorEvent(t *testing.T) {
 	events := []string{toolStream[0], `{"error":{"message":"The server had an error while processing your request.","type":"server_error","code":null}}`}
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request) { sseWriter(w, events, 2) })
 	p := newTestOpenAI(t, f.URL, "")
-	_, err := p.Complete(context.Background(), Request{Messages: []state.Message{{Role: "user", Content: "x"}}, Stream: true}, nil)
+	_, err := p.Complete(context.Background(), userOnly(true), nil)
 	pe, ok := AsError(err)
 	if !ok || pe.Kind != KindServer || !pe.Transient || !strings.Contains(pe.Message, "had an error") {
 		t.Fatalf("err = %v", err)
@@ -445,7 +363,7 @@ func TestOpenAIStreamRequestAnsweredWithJSON(t *testing.T) {
 		io.WriteString(w, completionJSON)
 	})
 	p := newTestOpenAI(t, f.URL, "")
-	reply, err := p.Complete(context.Background(), Request{Messages: []state.Message{{Role: "user", Content: "x"}}, Stream: true}, nil)
+	reply, err := p.Complete(context.Background(), userOnly(true), nil)
 	if err != nil || len(reply.Message.ToolCalls) != 2 || string(reply.Raw) != completionJSON {
 		t.Fatalf("reply = %+v, err = %v", reply, err)
 	}
@@ -466,7 +384,7 @@ func TestOpenAIMalformedReplies(t *testing.T) {
 				io.WriteString(w, body)
 			})
 			p := newTestOpenAI(t, f.URL, "")
-			_, err := p.Complete(context.Background(), Request{Messages: []state.Message{{Role: "user", Content: "x"}}}, nil)
+			_, err := p.Complete(context.Background(), userOnly(false), nil)
 			pe, ok := AsError(err)
 			if !ok || pe.Kind != KindMalformedReply || pe.Transient {
 				t.Fatalf("err = %v", err)
@@ -475,7 +393,7 @@ func TestOpenAIMalformedReplies(t *testing.T) {
 	}
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request) { sseWriter(w, []string{`{"choices": [`}, 1) })
 	p := newTestOpenAI(t, f.URL, "")
-	_, err := p.Complete(context.Background(), Request{Messages: []state.Message{{Role: "user", Content: "x"}}, Stream: true}, nil)
+	_, err := p.Complete(context.Background(), userOnly(true), nil)
 	if pe, ok := AsError(err); !ok || pe.Kind != KindMalformedReply {
 		t.Fatalf("stream garbage: err = %v", err)
 	}
@@ -483,16 +401,7 @@ func TestOpenAIMalformedReplies(t *testing.T) {
 
 func TestOpenAIStatusErrors(t *testing.T) {
 	date := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
-	cases := []struct {
-		name       string
-		status     int
-		header     map[string]string
-		body       string
-		kind       string
-		transient  bool
-		retryAfter time.Duration // 0: expect none; <0: roughly 90s
-		msg        string
-	}{
+	testStatusErrors(t, newTestOpenAI, []statusCase{
 		{"500", 500, nil, `{"error":{"message":"boom","type":"server_error"}}`, KindServer, true, 0, "boom"},
 		{"503 text", 503, map[string]string{"Retry-After": "3"}, `upstream unavailable`, KindServer, true, 3 * time.Second, "upstream unavailable"},
 		{"429 seconds", 429, map[string]string{"Retry-After": "2"}, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`, KindRateLimited, true, 2 * time.Second, "Rate limit reached"},
@@ -504,51 +413,11 @@ func TestOpenAIStatusErrors(t *testing.T) {
 		{"404 ollama", 404, nil, `{"error":"model \"llama9\" not found, try pulling it first"}`, KindModelNotFound, false, 0, "try pulling"},
 		{"404 path", 404, nil, `404 page not found`, KindNotFound, false, 0, "--base-url"},
 		{"403", 403, nil, `{"error":{"message":"forbidden"}}`, KindAuth, false, 0, "the API key was rejected (HTTP 403); check NEXA_API_KEY or the provider's key variable"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			for _, stream := range []bool{false, true} {
-				f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
-					for k, v := range c.header {
-						w.Header().Set(k, v)
-					}
-					if strings.HasPrefix(c.body, "{") {
-						w.Header().Set("Content-Type", "application/json")
-					}
-					w.WriteHeader(c.status)
-					io.WriteString(w, c.body)
-				})
-				p := newTestOpenAI(t, f.URL, testKey)
-				_, err := p.Complete(context.Background(), Request{Messages: []state.Message{{Role: "user", Content: "x"}}, Stream: stream}, nil)
-				pe, ok := AsError(err)
-				if !ok {
-					t.Fatalf("stream=%v: err = %v (%T)", stream, err, err)
-				}
-				if pe.Kind != c.kind || pe.Transient != c.transient || pe.Status != c.status {
-					t.Errorf("stream=%v: err = %#v", stream, pe)
-				}
-				switch {
-				case c.retryAfter < 0:
-					if pe.RetryAfter < 80*time.Second || pe.RetryAfter > 91*time.Second {
-						t.Errorf("stream=%v: RetryAfter = %s", stream, pe.RetryAfter)
-					}
-				case pe.RetryAfter != c.retryAfter:
-					t.Errorf("stream=%v: RetryAfter = %s, want %s", stream, pe.RetryAfter, c.retryAfter)
-				}
-				if !strings.Contains(pe.Message, c.msg) {
-					t.Errorf("stream=%v: message %q lacks %q", stream, pe.Message, c.msg)
-				}
-				// The SDK's own retries are off: exactly one request.
-				if n := f.count(); n != 1 {
-					t.Errorf("stream=%v: %d requests, want 1", stream, n)
-				}
-			}
-		})
-	}
+	})
 }
 
 func TestOpenAIKeyNeverLeaks(t *testing.T) {
-	echo := map[string]func(w http.ResponseWriter, r *http.Request){
+	echo := map[string]http.HandlerFunc{
 		"json 401": func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(401)
@@ -574,37 +443,14 @@ func TestOpenAIKeyNeverLeaks(t *testing.T) {
 			sseWriter(w, []string{"not json " + r.Header.Get("Authorization")}, 2)
 		},
 	}
-	for name, h := range echo {
-		t.Run(name, func(t *testing.T) {
-			f := newFake(t, h)
-			p := newTestOpenAI(t, f.URL, testKey)
-			for _, stream := range []bool{false, true} {
-				_, err := p.Complete(context.Background(), Request{Messages: []state.Message{{Role: "user", Content: "x"}}, Stream: stream}, nil)
-				if err == nil {
-					t.Fatal("no error")
-				}
-				for _, text := range []string{err.Error(), fmt.Sprintf("%v", err), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err)} {
-					if strings.Contains(text, testKey) {
-						t.Fatalf("stream=%v: the key leaked: %s", stream, text)
-					}
-				}
-				if strings.Contains(name, "401") {
-					pe, _ := AsError(err)
-					if pe == nil || pe.Kind != KindAuth || pe.Transient ||
-						!strings.HasPrefix(pe.Message, "the API key was rejected (HTTP 401); check NEXA_API_KEY or the provider's key variable") {
-						t.Errorf("401: %#v", pe)
-					}
-				}
-			}
-		})
-	}
+	testKeyNeverLeaks(t, newTestOpenAI, echo, "the API key was rejected (HTTP 401); check NEXA_API_KEY or the provider's key variable")
 	// A successful reply that quotes the key is stored without it.
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"your key is %s"},"finish_reason":"stop"}]}`, testKey)
 	})
 	p := newTestOpenAI(t, f.URL, testKey)
-	reply, err := p.Complete(context.Background(), Request{Messages: []state.Message{{Role: "user", Content: "x"}}}, nil)
+	reply, err := p.Complete(context.Background(), userOnly(false), nil)
 	if err != nil || strings.Contains(string(reply.Raw), testKey) || !json.Valid(reply.Raw) {
 		t.Errorf("raw = %s, err = %v", reply.Raw, err)
 	}
@@ -613,7 +459,7 @@ func TestOpenAIKeyNeverLeaks(t *testing.T) {
 func TestOpenAIAuthWithoutKey(t *testing.T) {
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(401) })
 	p := newTestOpenAI(t, f.URL, "")
-	_, err := p.Complete(context.Background(), Request{Messages: []state.Message{{Role: "user", Content: "x"}}}, nil)
+	_, err := p.Complete(context.Background(), userOnly(false), nil)
 	pe, ok := AsError(err)
 	if !ok || pe.Kind != KindAuth || !strings.Contains(pe.Message, "none is configured") {
 		t.Fatalf("err = %v", err)
@@ -621,60 +467,11 @@ func TestOpenAIAuthWithoutKey(t *testing.T) {
 }
 
 func TestOpenAIConnectionErrors(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	p := newTestOpenAI(t, "http://"+addr, testKey)
-	for _, stream := range []bool{false, true} {
-		_, err := p.Complete(context.Background(), Request{Messages: []state.Message{{Role: "user", Content: "x"}}, Stream: stream}, nil)
-		pe, ok := AsError(err)
-		if !ok || pe.Kind != KindConnection || !pe.Transient || !strings.Contains(pe.Message, "refused") {
-			t.Fatalf("stream=%v: err = %v", stream, err)
-		}
-	}
-
-	// A server that accepts and hangs up without answering.
-	hang, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hang.Close()
-	go func() {
-		for {
-			c, err := hang.Accept()
-			if err != nil {
-				return
-			}
-			bufio.NewReader(c).ReadString('\n')
-			c.Close()
-		}
-	}()
-	p = newTestOpenAI(t, "http://"+hang.Addr().String(), testKey)
-	_, err = p.Complete(context.Background(), Request{Messages: []state.Message{{Role: "user", Content: "x"}}}, nil)
-	if pe, ok := AsError(err); !ok || pe.Kind != KindConnection || !pe.Transient {
-		t.Fatalf("hang-up: err = %v", err)
-	}
+	testConnectionErrors(t, newTestOpenAI)
 }
 
 func TestOpenAIContextCanceledIsNotAProviderError(t *testing.T) {
-	started := make(chan struct{})
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, "data: "+toolStream[0]+"\n\n")
-		w.(http.Flusher).Flush()
-		close(started)
-		<-r.Context().Done()
-	})
-	p := newTestOpenAI(t, f.URL, "")
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { <-started; cancel() }()
-	_, err := p.Complete(ctx, Request{Messages: []state.Message{{Role: "user", Content: "x"}}, Stream: true}, nil)
-	if _, ok := AsError(err); ok || err == nil || !strings.Contains(err.Error(), "canceled") {
-		t.Fatalf("err = %v", err)
-	}
+	testContextCanceled(t, newTestOpenAI, "data: "+toolStream[0]+"\n\n")
 }
 
 func TestErrorText(t *testing.T) {
@@ -713,7 +510,7 @@ func TestOpenAIStreamOddChunksDoNotPanic(t *testing.T) {
 		events := append(append([]string{}, odd[:i+1]...), "[DONE]")
 		f := newFake(t, func(w http.ResponseWriter, r *http.Request) { sseWriter(w, events, 5) })
 		p := newTestOpenAI(t, f.URL, "")
-		reply, err := p.Complete(context.Background(), Request{Messages: []state.Message{{Role: "user", Content: "x"}}, Stream: true}, nil)
+		reply, err := p.Complete(context.Background(), userOnly(true), nil)
 		if err != nil {
 			if _, ok := AsError(err); !ok {
 				t.Errorf("prefix %d: not an *Error: %v", i, err)

@@ -1,13 +1,16 @@
 # The nexa Python tool bootstrap. It is embedded in the nexa binary and run
-# as `python3 -u -c <this text>`; it never receives user code or arguments on
-# its command line.
+# as `python3 -u -c <this text>` (one call) or `python3 -u -c <this text>
+# --nexa-zygote` (a fork server for calls, see doc.go); it never receives user
+# code or arguments on its command line.
 #
-# Protocol (see doc.go):
+# Protocol of a call (see doc.go):
 #   stdin: one JSON request, read to EOF:
 #     {"kind": "body"|"file", "source": body text or file path,
 #      "function": tool name, "params": [identifiers],
 #      "arguments": {name: value}, "secrets": {key: value},
-#      "close_fds": true when sandboxed (optional)}
+#      "close_fds": true when sandboxed (optional),
+#      "environ": base64 of the NUL-separated call variables to set and
+#      "cwd": working directory (both only for a call forked by the zygote)}
 #   fd 3: result channel, newline-delimited JSON records:
 #     {"event": "start"}            written just before any user code runs
 #     {"ok": true, "output": str}   the tool returned
@@ -16,13 +19,26 @@
 #     {"fatal": str}                the request could not be set up; no
 #                                   user code ran
 #   stdout, stderr: whatever the tool prints (the run's tool log).
+#
+# Protocol of the zygote: fd 3 is a SOCK_SEQPACKET control socket to nexa,
+# one JSON object per message.
+#   zygote -> nexa: {"ready": true, "pid": P} once, after the imports;
+#     {"id": I, "pid": P} or {"id": I, "error": str} for each spawn;
+#     {"exited": P, "code": C} or {"exited": P, "signal": S} when child P
+#     has exited. P stays an unreaped zombie, so its process group id
+#     cannot be reused, until nexa releases it.
+#   nexa -> zygote: {"op": "spawn", "id": I} carrying (SCM_RIGHTS) the
+#     call's stdin, its output pipe and its result channel; {"op":
+#     "release", "pid": P}: nexa has killed P's group, reap P.
+#   End of file on the socket: kill every child's process group and exit.
 import sys
 
 
-def _nexa_main():
+def _nexa_prepare():
     # `python -c` puts the working directory first on sys.path. Take it off
     # while the bootstrap imports its own modules, so a project file named
-    # json.py or ast.py cannot replace them, and put it back for user code.
+    # json.py or ast.py cannot replace them; _nexa_main puts it back for user
+    # code.
     cwd_on_path = bool(sys.path) and sys.path[0] == ""
     if cwd_on_path:
         sys.path.pop(0)
@@ -35,6 +51,216 @@ def _nexa_main():
     import ast
     import linecache
     import traceback
+    import importlib.util
+
+    try:
+        import fcntl
+    except ImportError:
+        pass
+    return cwd_on_path
+
+
+def _nexa_zygote(cwd_on_path):
+    # The fork server. It returns only in a forked child, ready to run one
+    # call exactly as a fresh `python3 -c BOOTSTRAP` would; the server
+    # itself never returns. It never sees arguments, secrets, environment or
+    # results: those travel on the call's own pipes, straight to the child.
+    import os
+
+    if sys.version_info < (3, 8):
+        os._exit(3)  # nexa falls back to one interpreter per call
+    before = set(sys.modules)
+    import gc
+    import json
+    import select
+    import signal
+    import socket
+    import binascii
+
+    # Modules only the server needs: a call must import its own copy, as it
+    # would in a fresh interpreter (a project file may shadow them).
+    extra = [name for name in sys.modules if name not in before]
+    ctl = socket.socket(fileno=3)
+    cfd = ctl.fileno()
+
+    def fds_open():
+        try:
+            return [int(n) for n in os.listdir("/proc/self/fd")]
+        except (OSError, ValueError):
+            return list(range(4, 1024))
+
+    # Descriptors nexa inherited without close-on-exec are no business of
+    # the server or of any call.
+    for fd in fds_open():
+        if fd > 3:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    signal.set_wakeup_fd(wake_w)
+
+    def send(obj):
+        ctl.send(json.dumps(obj).encode("ascii"))
+
+    # No gc.freeze(): it would spare each child's exit some work, but it
+    # changes the order in which a child's objects are finalized at exit
+    # (a buffered file held by __main__ would then not be flushed).
+    gc.collect()
+
+    live = {}  # pid -> exit reported; pids stay unreaped until released
+    released = set()
+
+    def spawn(msg, fds, flags):
+        # Returns the context of the call in the forked child, else None.
+        ident = msg.get("id")
+        pid = -1
+        err = "expected 3 descriptors above 3"
+        if len(fds) == 3 and not flags & socket.MSG_CTRUNC and min(fds) > 3:
+            try:
+                pid = os.fork()
+                err = None
+            except OSError as exc:
+                err = "fork: %s" % (exc,)
+        if pid == 0:
+            try:
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                ctl.detach()  # its fd is closed below, not by the object
+                live.clear()
+                os.setpgid(0, 0)
+                os.dup2(fds[0], 0)
+                os.dup2(fds[1], 1)
+                os.dup2(fds[1], 2)
+                os.dup2(fds[2], 3)  # replaces the control socket
+                for fd in fds_open():
+                    if fd > 3:
+                        try:
+                            os.close(fd)
+                        except OSError:
+                            pass
+                for name in extra:
+                    sys.modules.pop(name, None)
+                sys.argv[:] = sys.argv[:1]
+            except BaseException:
+                os._exit(70)
+            return {"a2b": binascii.a2b_base64}
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if pid > 0:
+            try:
+                # The child does it too; doing it here as well means the
+                # group exists before nexa learns the pid.
+                os.setpgid(pid, pid)
+            except OSError:
+                pass
+            live[pid] = False
+            send({"id": ident, "pid": pid})
+        else:
+            send({"id": ident, "error": err})
+        return None
+
+    def reap():
+        for pid in list(live):
+            if not live[pid]:
+                try:
+                    info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                except ChildProcessError:
+                    del live[pid]
+                    released.discard(pid)
+                    continue
+                if info is None:
+                    continue
+                live[pid] = True
+                if info.si_code == os.CLD_EXITED:
+                    send({"exited": pid, "code": info.si_status})
+                else:
+                    send({"exited": pid, "signal": info.si_status})
+            if pid in released:
+                try:
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
+                del live[pid]
+                released.discard(pid)
+
+    def serve():
+        send({"ready": True, "pid": os.getpid()})
+        while True:
+            try:
+                ready = select.select([cfd, wake_r], [], [])[0]
+            except InterruptedError:
+                continue
+            if wake_r in ready:
+                try:
+                    while os.read(wake_r, 512):
+                        pass
+                except OSError:
+                    pass
+            if cfd in ready:
+                try:
+                    data, anc, flags, _ = ctl.recvmsg(65536, socket.CMSG_SPACE(16 * 4))
+                except InterruptedError:
+                    continue
+                if not data:
+                    return None  # nexa closed the connection, or exited
+                fds = []
+                for level, kind, blob in anc:
+                    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                        usable = len(blob) - len(blob) % 4
+                        fds.extend(memoryview(blob)[:usable].cast("i"))
+                try:
+                    msg = json.loads(data.decode("ascii"))
+                    op = msg.get("op")
+                except (ValueError, AttributeError):
+                    msg, op = {}, None
+                if op == "spawn":
+                    child = spawn(msg, fds, flags)
+                    if child is not None:
+                        return child
+                else:
+                    for fd in fds:
+                        try:
+                            os.close(fd)
+                        except OSError:
+                            pass
+                    if op == "release":
+                        released.add(msg.get("pid"))
+            reap()
+
+    try:
+        child = serve()
+    except BaseException:
+        child = None
+    if child is not None:
+        return child
+    # nexa is gone, closed the executor or broke the protocol: nothing of
+    # ours may keep running.
+    for pid in live:
+        try:
+            os.killpg(pid, 9)
+        except OSError:
+            pass
+    os._exit(0)
+
+
+def _nexa_main(cwd_on_path, warm):
+    import os
+    import json
+    import keyword
+    import types
+    import time
+    import ast
+    import linecache
+    import traceback
+    import importlib
     import importlib.util
 
     def user_path():
@@ -95,6 +321,26 @@ def _nexa_main():
         except OSError:
             pass
         request = json.loads(raw.decode("utf-8"))
+        if warm is not None:
+            # A forked call: the zygote's environment is the one a fresh
+            # interpreter would have started with, but for the call's own
+            # variables; set them, and go to the working directory.
+            environ = warm["a2b"](request["environ"].encode("ascii"))
+            for entry in environ.split(b"\0"):
+                key, sep, value = entry.partition(b"=")
+                if sep and key:
+                    os.environb[key] = value
+            del environ
+            cwd = request.get("cwd")
+            if cwd:
+                try:
+                    os.chdir(cwd)
+                except OSError as exc:
+                    finish({"fatal": "working directory %s is not usable (%s)" % (cwd, exc.strerror or type(exc).__name__)})
+                    return 2
+            # Import caches made by the server must not hide files created
+            # since it started.
+            importlib.invalidate_caches()
         kind = request["kind"]
         source = request["source"]
         function = request["function"]
@@ -256,10 +502,15 @@ def _nexa_main():
     return 0
 
 
+_nexa_rc = 70
 try:
-    _nexa_rc = _nexa_main()
+    _nexa_cwd_on_path = _nexa_prepare()
+    _nexa_warm = None
+    if sys.argv[1:] == ["--nexa-zygote"]:
+        _nexa_warm = _nexa_zygote(_nexa_cwd_on_path)
+    _nexa_rc = _nexa_main(_nexa_cwd_on_path, _nexa_warm)
 except BaseException:
-    _nexa_rc = 70
+    pass
 try:
     sys.stdout.flush()
     sys.stderr.flush()

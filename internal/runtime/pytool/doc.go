@@ -1,14 +1,23 @@
 // Package pytool runs Python tools (python! bodies and legacy `python:`
-// files) for the runtime, one child interpreter per call.
+// files) for the runtime, one fresh Python process per call.
 //
 // # Process model
 //
-// Each Execute starts `python3 -u -c BOOTSTRAP` (or the configured
-// interpreter) in the invocation's working directory, in a process group of
-// its own. BOOTSTRAP is the fixed program in bootstrap.py, embedded in the
-// binary; nothing that comes from the tool, the model or the secrets is ever
-// placed on a command line or spliced into code text. The child is never
-// given a shell.
+// A call runs the fixed program in bootstrap.py (BOOTSTRAP, embedded in the
+// binary) in the invocation's working directory, in a process group of its
+// own; nothing that comes from the tool, the model or the secrets is ever
+// placed on a command line or spliced into code text, and the child is
+// never given a shell. There are two ways to get that process:
+//
+//   - per call ("cold"): Execute starts `python3 -u -c BOOTSTRAP` (or the
+//     configured interpreter). Sandboxed calls always take this path (under
+//     bubblewrap), and so does every call with Options.NoWarm.
+//   - warm (the default for unsandboxed calls): the call is forked by a
+//     zygote, see "Warm interpreters" below. It is a new process all the
+//     same, and behaves as the per-call one does.
+//
+// Both paths share the protocol, the outcome mapping and the process-group
+// rules below; the package's tests run the key ones through both.
 //
 // # Protocol
 //
@@ -17,13 +26,17 @@
 //     {"kind": "body"|"file", "source": text or path, "function": tool name,
 //     "params": [names], "arguments": {…}, "secrets": {…},
 //     "close_fds": true for a sandboxed call (close every inherited
-//     descriptor but 0-2 and the result channel before user code runs)}.
+//     descriptor but 0-2 and the result channel before user code runs),
+//     and for a forked call "environ" (base64 of the NUL-separated
+//     NEXA_IDEMPOTENCY_KEY, NEXA_RUN_ID, NEXA_CALL_ID assignments) and
+//     "cwd" (the absolute working directory)}.
 //     A body becomes `def __nexa_tool__(params…)` whose statements are the
 //     body's own parsed AST (ast.parse of the body text, grafted into a
 //     FunctionDef), so string literals in the body keep their exact text
 //     and traceback line numbers are the body's own. Parameter names are
 //     checked in Go (identifier, not a Python keyword) and again in Python.
-//   - fd 3 (cmd.ExtraFiles) is the result channel, newline-delimited JSON.
+//   - fd 3 (cmd.ExtraFiles; in a forked call, moved there by the child) is
+//     the result channel, newline-delimited JSON.
 //     The bootstrap moves it to a high close-on-exec descriptor before any
 //     user code runs, so print, open or subprocess cannot touch it by
 //     accident. Records: {"event":"start"} just before the first line of
@@ -67,6 +80,82 @@
 // detection, sandbox.ErrUnavailable, whose message says how to install
 // bubblewrap); it is never run unsandboxed. Killing the process group (see
 // below) kills bubblewrap, and with it everything in the sandbox.
+//
+// # Warm interpreters
+//
+// Starting Python is most of a trivial call's cost (≈33 ms with
+// /usr/bin/python3, ≈135 ms through a pyenv shim, which is what `python3`
+// often is). Unless Options.NoWarm is set, the Executor keeps a zygote per
+// (working directory, start-up environment): `python3 -u -c BOOTSTRAP
+// --nexa-zygote`, started lazily by the first unsandboxed call with the same
+// interpreter, environment (minus the three call variables), working
+// directory and process-group rule as a per-call interpreter. It imports
+// what the bootstrap imports (with the working directory off sys.path, as
+// for a call), closes every descriptor it inherited but 0-2 and its control
+// socket, and waits. It never runs user code and never sees a call's arguments,
+// secrets, environment variables or result: it only receives, over a
+// SOCK_SEQPACKET socket pair (fd 3) with SCM_RIGHTS, the three pipe ends
+// of a call (stdin, output, result channel), forks, and reports the pid.
+//
+// The child, before anything else: restores SIGCHLD, makes its own process
+// group (setpgid, as the per-call path does; the zygote does it as well, so
+// the group exists before nexa learns the pid), moves the pipes onto 0, 1,
+// 2 and 3, closes every other descriptor (the control socket included),
+// drops from sys.modules what only the zygote imported (so a project file
+// may shadow those as it would in a fresh interpreter) and resets sys.argv.
+// nexa sends the request only once it knows the pid; the child then sets the
+// call variables in its environment (the zygote's environment is otherwise
+// exactly what the interpreter started with, wrapper changes included),
+// changes to the working directory (by path, so a directory removed and
+// made again works; a missing one is a *StartError), invalidates the
+// import caches, and runs the same per-call code as a fresh interpreter,
+// ending with sys.exit: non-daemon threads are joined, atexit handlers run
+// and live files are flushed. (gc.freeze in the zygote would make that exit
+// cheaper but changes the order of finalization; it is not used.)
+//
+// So each call is still a new process forked from a zygote that never ran
+// user code: globals, imported modules, os.environ, cwd, signal handlers,
+// umask and threads of one call cannot reach another, and prints cannot
+// reach the result. What calls of one zygote share is what they would
+// share anyway or what is immaterial: the interpreter's start-up state (the
+// same for the same environment and directory; when Options.Env is nil, a
+// change of nexa's environment gets a new zygote), the string hash seed
+// (PYTHONHASHSEED; random is reseeded at fork), the process attributes nexa
+// had when the zygote started (umask, resource limits), and the zygote as
+// parent (os.getppid() is the zygote, /proc/self/cmdline ends in
+// --nexa-zygote). Unlike a per-call child, a forked call does not inherit
+// descriptors nexa itself inherited without close-on-exec (a sandboxed
+// call closes them too). A tool could signal or, where ptrace is allowed,
+// inspect the zygote; it can do the same to nexa itself, which runs as the
+// same user.
+//
+// Measured on a trivial tool (2 shared cores, Python 3.11): per call
+// ≈33 ms with /usr/bin/python3 and ≈135 ms through a pyenv shim; warm
+// ≈13 ms and ≈20 ms, at or below the interpreter's own floor (`python3 -c
+// pass`: ≈14 ms and ≈130 ms). What remains is mostly the child's own
+// interpreter exit. The first call of a zygote pays for starting it
+// (≈42 ms and ≈185 ms). See BenchmarkPythonCall, BenchmarkPythonCallWarm
+// and BenchmarkInterpreterStartup.
+//
+// The zygote reports each child's exit ({"exited": pid, ...}) but leaves it
+// an unreaped zombie until nexa, having killed its process group, releases
+// it: the group id cannot have been reused, as on the per-call path.
+// Timeouts, cancellation, exit status and the outcome mapping are therefore
+// the same. If the zygote dies during a call (a tool can kill its parent),
+// nexa kills the call's group at once and the call ends as unknown (or with
+// its result, if it had been delivered).
+//
+// A zygote that is dead, fails to fork in time or stops answering is
+// replaced, once per call; if a new one cannot start (or its start failed
+// twice in a row for that key, or there are already four zygotes busy), the
+// call takes the per-call path. A call falls back only before its request
+// was sent, so nothing of it has run; nothing is ever run less isolated.
+// Executor.Close closes the control sockets: each zygote kills its
+// children's process groups and exits (it is killed after 3 s otherwise),
+// and Close waits for that. A zygote also exits when nexa exits, however
+// it exits, since its control socket then reaches end of file; an Executor
+// dropped without Close has its zygotes stopped when it is collected. After
+// Close, calls run per call.
 //
 // # Process group
 //

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -121,16 +122,29 @@ type Options struct {
 	// those tools are refused with ErrSandboxUnavailable and never run.
 	// Tools without `sandbox: true` never use it.
 	Sandbox func() (*sandbox.Bwrap, error)
+	// NoWarm turns the warm path off: every unsandboxed call then starts
+	// its own interpreter, as sandboxed calls always do. By default (false)
+	// unsandboxed calls are forked from a warm interpreter (a zygote, one
+	// per working directory and environment) that never runs user code,
+	// which saves the interpreter's start-up on every call but the first
+	// with the same isolation (see the package documentation). Turn it off
+	// to measure the difference or if forking is unwelcome; the zero
+	// Options keep the fast path because existing callers should get it
+	// without a change.
+	NoWarm bool
 }
 
-// Executor runs Python tools, one interpreter process per call. It is safe
-// for concurrent use.
+// Executor runs Python tools, one process per call. It is safe for
+// concurrent use. Call Close when the run is over: it stops the warm
+// interpreters (they also stop by themselves when this process exits).
 type Executor struct {
 	python  string
 	env     []string
 	hasEnv  bool
 	grace   time.Duration
 	sandbox func() (*sandbox.Bwrap, error)
+	// zygotes serves unsandboxed calls; nil with Options.NoWarm.
+	zygotes *zygoteSet
 }
 
 var _ runtime.Executor = (*Executor)(nil)
@@ -159,7 +173,26 @@ func New(opts Options) *Executor {
 		e.env = append([]string(nil), opts.Env...)
 		e.hasEnv = true
 	}
+	if !opts.NoWarm {
+		e.zygotes = newZygoteSet(python, bootstrap)
+		// An Executor dropped without Close must not keep its zygotes
+		// until the process exits.
+		goruntime.AddCleanup(e, func(s *zygoteSet) { go s.close() }, e.zygotes)
+	}
 	return e
+}
+
+// Close stops the executor's warm interpreters and waits (briefly) for them
+// to exit, so that none outlives the run. A call still in flight on one of
+// them is killed and ends as an unknown outcome, so call Close once no call
+// is running. Calls made after Close still work: they start one interpreter
+// each. Close is idempotent and always returns nil; the error is there for
+// io.Closer.
+func (e *Executor) Close() error {
+	if e.zygotes != nil {
+		e.zygotes.close()
+	}
+	return nil
 }
 
 // request is the JSON message the bootstrap reads from stdin.
@@ -173,6 +206,11 @@ type request struct {
 	// CloseFDs asks the bootstrap to close every inherited descriptor
 	// it does not use before user code runs (sandboxed calls).
 	CloseFDs bool `json:"close_fds,omitempty"`
+	// Environ (base64 of the NUL-separated NAME=value call variables) and
+	// Cwd are what a call forked by a zygote applies before anything else:
+	// the zygote's own environment is the call's but for these variables.
+	Environ string `json:"environ,omitempty"`
+	Cwd     string `json:"cwd,omitempty"`
 }
 
 // record is one line of the result channel.
@@ -207,6 +245,11 @@ func (e *Executor) Execute(ctx context.Context, inv runtime.Invocation) (runtime
 		return runtime.Outcome{}, &StartError{Tool: name, Reason: "invalid call", Err: err}
 	}
 	req.CloseFDs = box != nil
+	if box == nil && e.zygotes != nil {
+		if out, ok, err := e.runWarm(ctx, inv, req); ok {
+			return out, err
+		}
+	}
 	payload, err := json.Marshal(req)
 	if err != nil {
 		return runtime.Outcome{}, &StartError{Tool: name, Reason: "encode request", Err: err}
@@ -396,19 +439,41 @@ func commonPrefix(a, b string) string {
 	return a[:i]
 }
 
+// baseEnv is what every child's environment starts from: Options.Env, else
+// this process's environment now.
+func (e *Executor) baseEnv() []string {
+	if e.hasEnv {
+		return e.env
+	}
+	return os.Environ()
+}
+
 // callEnv is the child's environment: the base plus the call variables,
 // which replace any inherited value.
 func (e *Executor) callEnv(inv runtime.Invocation) []string {
-	base := e.env
-	if !e.hasEnv {
-		base = os.Environ()
-	}
+	return childEnv(e.baseEnv(), &inv)
+}
+
+// callVars are the variables that differ from call to call, set last in
+// the order of childEnv.
+var callVars = []string{"NEXA_IDEMPOTENCY_KEY", "NEXA_RUN_ID", "NEXA_CALL_ID"}
+
+// childEnv is base with the call variables of inv set (replacing inherited
+// values); with a nil inv (a zygote, which serves many calls) they are
+// removed instead, and only PYTHONIOENCODING is set. childEnv(base, inv) is
+// therefore childEnv(base, nil) plus the last len(callVars) entries.
+func childEnv(base []string, inv *runtime.Invocation) []string {
 	set := map[string]string{
-		"NEXA_IDEMPOTENCY_KEY": inv.IdempotencyKey(),
-		"NEXA_RUN_ID":          inv.RunID,
-		"NEXA_CALL_ID":         inv.CallID,
+		"NEXA_IDEMPOTENCY_KEY": "",
+		"NEXA_RUN_ID":          "",
+		"NEXA_CALL_ID":         "",
 		// The log is bytes; make sure non-ASCII prints cannot fail.
 		"PYTHONIOENCODING": "utf-8:backslashreplace",
+	}
+	if inv != nil {
+		set["NEXA_IDEMPOTENCY_KEY"] = inv.IdempotencyKey()
+		set["NEXA_RUN_ID"] = inv.RunID
+		set["NEXA_CALL_ID"] = inv.CallID
 	}
 	env := make([]string, 0, len(base)+len(set))
 	for _, kv := range base {
@@ -418,8 +483,11 @@ func (e *Executor) callEnv(inv runtime.Invocation) []string {
 		}
 		env = append(env, kv)
 	}
-	for _, k := range []string{"NEXA_IDEMPOTENCY_KEY", "NEXA_RUN_ID", "NEXA_CALL_ID", "PYTHONIOENCODING"} {
-		env = append(env, k+"="+set[k])
+	env = append(env, "PYTHONIOENCODING="+set["PYTHONIOENCODING"])
+	if inv != nil {
+		for _, k := range callVars {
+			env = append(env, k+"="+set[k])
+		}
 	}
 	return env
 }
@@ -473,22 +541,8 @@ func (e *Executor) run(ctx context.Context, inv runtime.Invocation, payload []by
 	pid := cmd.Process.Pid
 	sandboxed := box != nil
 
-	// Copy the tool's output to the log, keeping a tail for diagnostics.
-	tail := &tailBuffer{max: tailSize}
-	logDone := make(chan struct{})
-	go func() {
-		defer close(logDone)
-		_, _ = io.Copy(io.MultiWriter(lenientWriter{w: logW}, tail), logR)
-	}()
-
-	// Read the result channel to EOF.
-	var result []byte
-	var resultTooLarge bool
-	resDone := make(chan struct{})
-	go func() {
-		defer close(resDone)
-		result, resultTooLarge = readLimited(resR, maxResult)
-	}()
+	rd := readCall(logR, resR, logW)
+	resDone := rd.resDone
 
 	// Learn when the leader exits without reaping it: while it is an
 	// unreaped zombie its pid, and so the group id, cannot be reused.
@@ -529,22 +583,47 @@ func (e *Executor) run(ctx context.Context, inv runtime.Invocation, payload []by
 	<-exited
 	waitErr := cmd.Wait()
 
-	if !waitFor(resDone, drainWait) {
-		resR.Close()
-		<-resDone
-	} else {
-		resR.Close()
-	}
-	if !waitFor(logDone, drainWait) {
-		logR.Close()
-		<-logDone
-	} else {
-		logR.Close()
-	}
+	drain(resR, rd.resDone)
+	drain(logR, rd.logDone)
 
+	reason := killReason
+	if reason == "" {
+		reason = describeExit(cmd.ProcessState, waitErr)
+	}
+	return callOutcome(name, rd.result, rd.tooLarge, sandboxed, reason, rd.tail)
+}
+
+// callReader reads one call's pipes: result and tooLarge are set once
+// resDone is closed, and the tail once logDone is.
+type callReader struct {
+	tail             *tailBuffer
+	logDone, resDone chan struct{}
+	result           []byte
+	tooLarge         bool
+}
+
+// readCall copies the tool's output from logR to logW, keeping a tail for
+// diagnostics, and reads the result channel resR to EOF.
+func readCall(logR, resR *os.File, logW io.Writer) *callReader {
+	rd := &callReader{tail: &tailBuffer{max: tailSize}, logDone: make(chan struct{}), resDone: make(chan struct{})}
+	go func() {
+		defer close(rd.logDone)
+		_, _ = io.Copy(io.MultiWriter(lenientWriter{w: logW}, rd.tail), logR)
+	}()
+	go func() {
+		defer close(rd.resDone)
+		rd.result, rd.tooLarge = readLimited(resR, maxResult)
+	}()
+	return rd
+}
+
+// callOutcome maps what a call left on its result channel to its outcome;
+// both process models share it so that they cannot differ. reason says how
+// the process ended, for a call that left no final record.
+func callOutcome(name string, result []byte, tooLarge, sandboxed bool, reason string, tail *tailBuffer) (runtime.Outcome, error) {
 	started, final := parseRecords(result)
 	switch {
-	case resultTooLarge:
+	case tooLarge:
 		return runtime.Outcome{Output: fmt.Sprintf("tool result exceeds %d bytes", maxResult), Success: false, Sandboxed: sandboxed}, nil
 	case final != nil && final.Fatal != nil && !started:
 		return runtime.Outcome{}, &StartError{Tool: name, Reason: *final.Fatal}
@@ -554,11 +633,6 @@ func (e *Executor) run(ctx context.Context, inv runtime.Invocation, payload []by
 		return runtime.Outcome{Output: final.Output, Success: true, Sandboxed: sandboxed}, nil
 	case final != nil && final.OK != nil:
 		return runtime.Outcome{Output: final.Error, Success: false, Sandboxed: sandboxed}, nil
-	}
-
-	reason := killReason
-	if reason == "" {
-		reason = describeExit(cmd.ProcessState, waitErr)
 	}
 	if !started {
 		return runtime.Outcome{}, &StartError{Tool: name, Reason: reason + tail.explain()}
@@ -669,6 +743,18 @@ func waitExitNoReap(pid int) {
 			return
 		}
 	}
+}
+
+// drain waits (up to drainWait) for the goroutine reading r to reach EOF,
+// then closes r; a process that escaped the group and still holds the
+// pipe's other end cannot make the call hang.
+func drain(r *os.File, done <-chan struct{}) {
+	if !waitFor(done, drainWait) {
+		r.Close()
+		<-done
+		return
+	}
+	r.Close()
 }
 
 func waitFor(ch <-chan struct{}, d time.Duration) bool {

@@ -68,7 +68,10 @@ func bodyTool(name, body string, params ...string) *compile.Tool {
 }
 
 type call struct {
-	exec    *Executor
+	exec *Executor
+	// cold makes the default executor (exec nil) run the call on the
+	// per-call path (Options.NoWarm) instead of forking it from a zygote.
+	cold    bool
 	tool    *compile.Tool
 	args    any
 	secrets map[string]string
@@ -93,7 +96,8 @@ func (c call) do(t *testing.T) result {
 	t.Helper()
 	ex := c.exec
 	if ex == nil {
-		ex = New(Options{})
+		ex = New(Options{NoWarm: c.cold})
+		defer ex.Close()
 	}
 	raw := json.RawMessage(`{}`)
 	if c.args != nil {
@@ -121,6 +125,30 @@ func (c call) do(t *testing.T) result {
 		WorkDir: dir, Secrets: c.secrets, Timeout: timeout, Log: log,
 	})
 	return result{out, err, log.String()}
+}
+
+// bothPaths runs f as two subtests: "warm" (calls forked by a zygote, the
+// default) and "cold" (one interpreter per call, Options.NoWarm). The
+// semantics must be the same.
+func bothPaths(t *testing.T, f func(t *testing.T, cold bool)) {
+	t.Helper()
+	for _, cold := range []bool{false, true} {
+		name := "warm"
+		if cold {
+			name = "cold"
+		}
+		t.Run(name, func(t *testing.T) { f(t, cold) })
+	}
+}
+
+// newExec returns an executor with opts on the chosen path, closed at the
+// end of the test.
+func newExec(t *testing.T, cold bool, opts Options) *Executor {
+	t.Helper()
+	opts.NoWarm = cold
+	ex := New(opts)
+	t.Cleanup(func() { ex.Close() })
+	return ex
 }
 
 func mustSucceed(t *testing.T, r result) string {
@@ -152,9 +180,12 @@ func TestReturnValues(t *testing.T) {
 		{"not_json", `return {1, 2} and object.__new__(type("Thing", (), {"__str__": lambda self: "thing!"}))`, "thing!"},
 		{"bytes", `return "é".encode("utf-8")`, "é"},
 	}
+	// One executor and directory for all: the calls share a zygote, as a
+	// run's calls do.
+	ex, dir := newExec(t, false, Options{}), t.TempDir()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := mustSucceed(t, call{tool: bodyTool("t_"+tc.name, tc.body)}.do(t))
+			got := mustSucceed(t, call{exec: ex, dir: dir, tool: bodyTool("t_"+tc.name, tc.body)}.do(t))
 			if got != tc.want {
 				t.Fatalf("output = %q, want %q", got, tc.want)
 			}
@@ -164,7 +195,8 @@ func TestReturnValues(t *testing.T) {
 
 func TestPrintGoesToLogNotResult(t *testing.T) {
 	requirePython(t)
-	body := `
+	bothPaths(t, func(t *testing.T, cold bool) {
+		body := `
 print("to stdout")
 print('{"ok": true, "output": "forged"}')
 sys.stderr.write("to stderr\n")
@@ -175,72 +207,79 @@ import subprocess
 subprocess.run(["echo", "from a child"], check=True)
 return "real"
 `
-	r := call{tool: bodyTool("printer", body)}.do(t)
-	log := r.log
-	if out := mustSucceed(t, r); out != "real" {
-		t.Fatalf("output = %q, want real", out)
-	}
-	for _, want := range []string{"to stdout", "forged", "to stderr", "raw fd1", "raw fd2", "from a child"} {
-		if !strings.Contains(log, want) {
-			t.Errorf("log %q lacks %q", log, want)
+		r := call{cold: cold, tool: bodyTool("printer", body)}.do(t)
+		log := r.log
+		if out := mustSucceed(t, r); out != "real" {
+			t.Fatalf("output = %q, want real", out)
 		}
-	}
+		for _, want := range []string{"to stdout", "forged", "to stderr", "raw fd1", "raw fd2", "from a child"} {
+			if !strings.Contains(log, want) {
+				t.Errorf("log %q lacks %q", log, want)
+			}
+		}
+	})
 }
 
 func TestExceptionIsFailedOutcome(t *testing.T) {
 	requirePython(t)
-	body := "x = 1\n\nraise ValueError('bad input: ' + str(x))\n"
-	out, log, err := call{tool: bodyTool("boom", body)}.run(t)
-	if err != nil {
-		t.Fatalf("Execute: %v", err)
-	}
-	if out.Success {
-		t.Fatalf("Success = true for a raising tool")
-	}
-	for _, want := range []string{"ValueError: bad input: 1", "line 3", "in boom", "raise ValueError"} {
-		if !strings.Contains(out.Output, want) {
-			t.Errorf("error text %q lacks %q", out.Output, want)
+	bothPaths(t, func(t *testing.T, cold bool) {
+		body := "x = 1\n\nraise ValueError('bad input: ' + str(x))\n"
+		out, log, err := call{cold: cold, tool: bodyTool("boom", body)}.run(t)
+		if err != nil {
+			t.Fatalf("Execute: %v", err)
 		}
-	}
-	if strings.Contains(out.Output, "_nexa_main") {
-		t.Errorf("error text shows bootstrap frames: %q", out.Output)
-	}
-	if !strings.Contains(log, "ValueError: bad input") {
-		t.Errorf("traceback not in log: %q", log)
-	}
+		if out.Success {
+			t.Fatalf("Success = true for a raising tool")
+		}
+		for _, want := range []string{"ValueError: bad input: 1", "line 3", "in boom", "raise ValueError"} {
+			if !strings.Contains(out.Output, want) {
+				t.Errorf("error text %q lacks %q", out.Output, want)
+			}
+		}
+		if strings.Contains(out.Output, "_nexa_main") {
+			t.Errorf("error text shows bootstrap frames: %q", out.Output)
+		}
+		if !strings.Contains(log, "ValueError: bad input") {
+			t.Errorf("traceback not in log: %q", log)
+		}
+	})
 }
 
 func TestSyntaxErrorAndSysExitAreFailedOutcomes(t *testing.T) {
 	requirePython(t)
-	for name, body := range map[string]string{
-		"syntax":  "return (",
-		"sysexit": "sys.exit(3)",
-	} {
-		out, _, err := call{tool: bodyTool(name, body)}.run(t)
-		if err != nil {
-			t.Fatalf("%s: Execute: %v", name, err)
+	bothPaths(t, func(t *testing.T, cold bool) {
+		for name, body := range map[string]string{
+			"syntax":  "return (",
+			"sysexit": "sys.exit(3)",
+		} {
+			out, _, err := call{cold: cold, tool: bodyTool(name, body)}.run(t)
+			if err != nil {
+				t.Fatalf("%s: Execute: %v", name, err)
+			}
+			if out.Success || out.Output == "" {
+				t.Fatalf("%s: outcome = %+v, want a failure with text", name, out)
+			}
+			if strings.Contains(out.Output, "_nexa_main") || strings.Contains(out.Output, "ast.py") {
+				t.Errorf("%s: error text shows bootstrap frames: %q", name, out.Output)
+			}
 		}
-		if out.Success || out.Output == "" {
-			t.Fatalf("%s: outcome = %+v, want a failure with text", name, out)
-		}
-		if strings.Contains(out.Output, "_nexa_main") || strings.Contains(out.Output, "ast.py") {
-			t.Errorf("%s: error text shows bootstrap frames: %q", name, out.Output)
-		}
-	}
+	})
 }
 
 func TestToolOutcomeUnknown(t *testing.T) {
 	requirePython(t)
-	out, _, err := call{tool: bodyTool("unsure", `raise ToolOutcomeUnknown("payment gateway timed out")`)}.run(t)
-	if !errors.Is(err, runtime.ErrUnknownOutcome) {
-		t.Fatalf("err = %v (outcome %+v), want ErrUnknownOutcome", err, out)
-	}
-	if errors.Is(err, ErrNotStarted) {
-		t.Fatalf("unknown outcome also matches ErrNotStarted")
-	}
-	if !strings.Contains(err.Error(), "payment gateway timed out") {
-		t.Fatalf("err %q lacks the message", err)
-	}
+	bothPaths(t, func(t *testing.T, cold bool) {
+		out, _, err := call{cold: cold, tool: bodyTool("unsure", `raise ToolOutcomeUnknown("payment gateway timed out")`)}.run(t)
+		if !errors.Is(err, runtime.ErrUnknownOutcome) {
+			t.Fatalf("err = %v (outcome %+v), want ErrUnknownOutcome", err, out)
+		}
+		if errors.Is(err, ErrNotStarted) {
+			t.Fatalf("unknown outcome also matches ErrNotStarted")
+		}
+		if !strings.Contains(err.Error(), "payment gateway timed out") {
+			t.Fatalf("err %q lacks the message", err)
+		}
+	})
 }
 
 // processGone reports whether pid no longer runs (gone, or a zombie nobody
@@ -295,147 +334,163 @@ with open("child.pid", "w") as f:
 
 func TestTimeoutKillsProcessGroup(t *testing.T) {
 	requirePython(t)
-	dir := t.TempDir()
-	start := time.Now()
-	out, _, err := call{
-		tool:    bodyTool("slow", spawnSleeper+"time.sleep(30)\n"),
-		dir:     dir,
-		timeout: 1500 * time.Millisecond,
-	}.run(t)
-	elapsed := time.Since(start)
-	if !errors.Is(err, runtime.ErrUnknownOutcome) {
-		t.Fatalf("err = %v (outcome %+v), want ErrUnknownOutcome", err, out)
-	}
-	if !strings.Contains(err.Error(), "timeout") {
-		t.Errorf("err %q does not mention the timeout", err)
-	}
-	if elapsed > 8*time.Second {
-		t.Errorf("Execute took %s after a 1.5s timeout", elapsed)
-	}
-	waitGone(t, readPid(t, filepath.Join(dir, "child.pid")))
+	bothPaths(t, func(t *testing.T, cold bool) {
+		dir := t.TempDir()
+		start := time.Now()
+		out, _, err := call{cold: cold,
+			tool:    bodyTool("slow", spawnSleeper+"time.sleep(30)\n"),
+			dir:     dir,
+			timeout: 1500 * time.Millisecond,
+		}.run(t)
+		elapsed := time.Since(start)
+		if !errors.Is(err, runtime.ErrUnknownOutcome) {
+			t.Fatalf("err = %v (outcome %+v), want ErrUnknownOutcome", err, out)
+		}
+		if !strings.Contains(err.Error(), "timeout") {
+			t.Errorf("err %q does not mention the timeout", err)
+		}
+		if elapsed > 8*time.Second {
+			t.Errorf("Execute took %s after a 1.5s timeout", elapsed)
+		}
+		waitGone(t, readPid(t, filepath.Join(dir, "child.pid")))
+	})
 }
 
 func TestLeftoverSubprocessIsKilledAfterReturn(t *testing.T) {
 	requirePython(t)
-	dir := t.TempDir()
-	got := mustSucceed(t, call{tool: bodyTool("leaver", spawnSleeper+"return 'done'\n"), dir: dir}.do(t))
-	if got != "done" {
-		t.Fatalf("output = %q", got)
-	}
-	waitGone(t, readPid(t, filepath.Join(dir, "child.pid")))
+	bothPaths(t, func(t *testing.T, cold bool) {
+		dir := t.TempDir()
+		got := mustSucceed(t, call{cold: cold, tool: bodyTool("leaver", spawnSleeper+"return 'done'\n"), dir: dir}.do(t))
+		if got != "done" {
+			t.Fatalf("output = %q", got)
+		}
+		waitGone(t, readPid(t, filepath.Join(dir, "child.pid")))
+	})
 }
 
 func TestContextCancelIsUnknown(t *testing.T) {
 	requirePython(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	dir := t.TempDir()
-	go func() {
-		// Cancel once the tool is surely running.
-		for i := 0; i < 500; i++ {
-			if _, err := os.Stat(filepath.Join(dir, "child.pid")); err == nil {
-				break
+	bothPaths(t, func(t *testing.T, cold bool) {
+		ctx, cancel := context.WithCancel(context.Background())
+		dir := t.TempDir()
+		go func() {
+			// Cancel once the tool is surely running.
+			for i := 0; i < 500; i++ {
+				if b, err := os.ReadFile(filepath.Join(dir, "child.pid")); err == nil && len(b) > 0 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
-			time.Sleep(10 * time.Millisecond)
+			cancel()
+		}()
+		_, _, err := call{cold: cold, tool: bodyTool("cancelled", spawnSleeper+"time.sleep(30)\n"), dir: dir, ctx: ctx}.run(t)
+		if !errors.Is(err, runtime.ErrUnknownOutcome) || !strings.Contains(err.Error(), "cancelled") {
+			t.Fatalf("err = %v, want unknown outcome after cancellation", err)
 		}
-		cancel()
-	}()
-	_, _, err := call{tool: bodyTool("cancelled", spawnSleeper+"time.sleep(30)\n"), dir: dir, ctx: ctx}.run(t)
-	if !errors.Is(err, runtime.ErrUnknownOutcome) || !strings.Contains(err.Error(), "cancelled") {
-		t.Fatalf("err = %v, want unknown outcome after cancellation", err)
-	}
-	waitGone(t, readPid(t, filepath.Join(dir, "child.pid")))
+		waitGone(t, readPid(t, filepath.Join(dir, "child.pid")))
+	})
 }
 
 func TestExitWithoutResultIsUnknown(t *testing.T) {
 	requirePython(t)
-	_, _, err := call{tool: bodyTool("crasher", `os._exit(3)`)}.run(t)
-	if !errors.Is(err, runtime.ErrUnknownOutcome) {
-		t.Fatalf("err = %v, want ErrUnknownOutcome", err)
-	}
-	if errors.Is(err, ErrNotStarted) || !strings.Contains(err.Error(), "status 3") {
-		t.Fatalf("err = %v, want an unknown outcome naming exit status 3", err)
-	}
-	_, _, err = call{tool: bodyTool("selfkill", `os.kill(os.getpid(), 9)`)}.run(t)
-	if !errors.Is(err, runtime.ErrUnknownOutcome) || !strings.Contains(err.Error(), "signal") {
-		t.Fatalf("err = %v, want an unknown outcome naming the signal", err)
-	}
+	bothPaths(t, func(t *testing.T, cold bool) {
+		_, _, err := call{cold: cold, tool: bodyTool("crasher", `os._exit(3)`)}.run(t)
+		if !errors.Is(err, runtime.ErrUnknownOutcome) {
+			t.Fatalf("err = %v, want ErrUnknownOutcome", err)
+		}
+		if errors.Is(err, ErrNotStarted) || !strings.Contains(err.Error(), "status 3") {
+			t.Fatalf("err = %v, want an unknown outcome naming exit status 3", err)
+		}
+		_, _, err = call{cold: cold, tool: bodyTool("selfkill", `os.kill(os.getpid(), 9)`)}.run(t)
+		if !errors.Is(err, runtime.ErrUnknownOutcome) || !strings.Contains(err.Error(), "signal") {
+			t.Fatalf("err = %v, want an unknown outcome naming the signal", err)
+		}
+	})
 }
 
 func TestEnvironment(t *testing.T) {
 	requirePython(t)
-	body := `return [os.environ["NEXA_IDEMPOTENCY_KEY"], os.environ["NEXA_RUN_ID"], os.environ["NEXA_CALL_ID"], os.environ.get("PARENT_VAR"), os.environ.get("API_TOKEN")]`
-	ex := New(Options{Env: []string{"PATH=" + os.Getenv("PATH"), "PARENT_VAR=kept", "NEXA_RUN_ID=stale"}})
-	got := mustSucceed(t, call{exec: ex, tool: bodyTool("envtool", body), secrets: map[string]string{"API_TOKEN": "s3cr3t"}}.do(t))
-	// Secrets are reachable through nexa_secrets only, not the environment.
-	want := `["run-1:call-7", "run-1", "call-7", "kept", null]`
-	if got != want {
-		t.Fatalf("output = %s, want %s", got, want)
-	}
+	bothPaths(t, func(t *testing.T, cold bool) {
+		body := `return [os.environ["NEXA_IDEMPOTENCY_KEY"], os.environ["NEXA_RUN_ID"], os.environ["NEXA_CALL_ID"], os.environ.get("PARENT_VAR"), os.environ.get("API_TOKEN")]`
+		ex := newExec(t, cold, Options{Env: []string{"PATH=" + os.Getenv("PATH"), "PARENT_VAR=kept", "NEXA_RUN_ID=stale"}})
+		got := mustSucceed(t, call{exec: ex, tool: bodyTool("envtool", body), secrets: map[string]string{"API_TOKEN": "s3cr3t"}}.do(t))
+		// Secrets are reachable through nexa_secrets only, not the environment.
+		want := `["run-1:call-7", "run-1", "call-7", "kept", null]`
+		if got != want {
+			t.Fatalf("output = %s, want %s", got, want)
+		}
+	})
 }
 
 func TestNexaSecrets(t *testing.T) {
 	requirePython(t)
-	body := `return [nexa_secrets.get("API_TOKEN"), nexa_secrets.get("FROM_ENV"), nexa_secrets.get("BOTH"), nexa_secrets.get("MISSING"), nexa_secrets.get("MISSING", "dflt"), "API_TOKEN" in nexa_secrets, repr(nexa_secrets)]`
-	ex := New(Options{Env: []string{"PATH=" + os.Getenv("PATH"), "FROM_ENV=env-value", "BOTH=env-loses"}})
-	got := mustSucceed(t, call{exec: ex, tool: bodyTool("secretive", body),
-		secrets: map[string]string{"API_TOKEN": "tok-123", "BOTH": "secret-wins"}}.do(t))
-	want := `["tok-123", "env-value", "secret-wins", null, "dflt", true, "<nexa_secrets>"]`
-	if got != want {
-		t.Fatalf("output = %s, want %s", got, want)
-	}
+	bothPaths(t, func(t *testing.T, cold bool) {
+		body := `return [nexa_secrets.get("API_TOKEN"), nexa_secrets.get("FROM_ENV"), nexa_secrets.get("BOTH"), nexa_secrets.get("MISSING"), nexa_secrets.get("MISSING", "dflt"), "API_TOKEN" in nexa_secrets, repr(nexa_secrets)]`
+		ex := newExec(t, cold, Options{Env: []string{"PATH=" + os.Getenv("PATH"), "FROM_ENV=env-value", "BOTH=env-loses"}})
+		got := mustSucceed(t, call{exec: ex, tool: bodyTool("secretive", body),
+			secrets: map[string]string{"API_TOKEN": "tok-123", "BOTH": "secret-wins"}}.do(t))
+		want := `["tok-123", "env-value", "secret-wins", null, "dflt", true, "<nexa_secrets>"]`
+		if got != want {
+			t.Fatalf("output = %s, want %s", got, want)
+		}
+	})
 }
 
 func TestArgumentsPassVerbatim(t *testing.T) {
 	requirePython(t)
-	tricky := []string{
-		`he said "hi"`,
-		`it's`,
-		"line1\nline2\r\nline3",
-		`"""`,
-		`'''`,
-		`'); import os; os.system('echo pwned') #`,
-		`"); import os #`,
-		`\n \\ \x00 \u1234`,
-		"tab\there",
-		"$(touch pwned) `touch pwned` ; rm -rf /tmp/nothing",
-		"{ \"json\": true }",
-		"#{interpolation}",
-		"",
-		"nul\x00byte",
-	}
-	dir := t.TempDir()
-	for i, s := range tricky {
-		got := mustSucceed(t, call{tool: bodyTool("echo", "return text", "text"), args: map[string]any{"text": s}, dir: dir}.do(t))
-		if got != s {
-			t.Errorf("case %d: got %q, want %q", i, got, s)
+	bothPaths(t, func(t *testing.T, cold bool) {
+		tricky := []string{
+			`he said "hi"`,
+			`it's`,
+			"line1\nline2\r\nline3",
+			`"""`,
+			`'''`,
+			`'); import os; os.system('echo pwned') #`,
+			`"); import os #`,
+			`\n \\ \x00 \u1234`,
+			"tab\there",
+			"$(touch pwned) `touch pwned` ; rm -rf /tmp/nothing",
+			"{ \"json\": true }",
+			"#{interpolation}",
+			"",
+			"nul\x00byte",
 		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
-		t.Fatalf("an argument was executed")
-	}
-	// Structured and numeric arguments keep their types.
-	got := mustSucceed(t, call{
-		tool: bodyTool("types", "return [type(n).__name__, n, type(f).__name__, xs, d]",
-			`n:{"type":"integer"}`, `f:{"type":"number"}`, `xs:{"type":"array"}`, `d:{"type":"object"}`),
-		args: map[string]any{"n": 12345678901234567, "f": 1.5, "xs": []any{"a", 1}, "d": map[string]any{"k": "v"}},
-	}.do(t))
-	if want := `["int", 12345678901234567, "float", ["a", 1], {"k": "v"}]`; got != want {
-		t.Fatalf("typed arguments: got %s, want %s", got, want)
-	}
+		dir, ex := t.TempDir(), newExec(t, cold, Options{})
+		for i, s := range tricky {
+			got := mustSucceed(t, call{exec: ex, tool: bodyTool("echo", "return text", "text"), args: map[string]any{"text": s}, dir: dir}.do(t))
+			if got != s {
+				t.Errorf("case %d: got %q, want %q", i, got, s)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
+			t.Fatalf("an argument was executed")
+		}
+		// Structured and numeric arguments keep their types.
+		got := mustSucceed(t, call{cold: cold,
+			tool: bodyTool("types", "return [type(n).__name__, n, type(f).__name__, xs, d]",
+				`n:{"type":"integer"}`, `f:{"type":"number"}`, `xs:{"type":"array"}`, `d:{"type":"object"}`),
+			args: map[string]any{"n": 12345678901234567, "f": 1.5, "xs": []any{"a", 1}, "d": map[string]any{"k": "v"}},
+		}.do(t))
+		if want := `["int", 12345678901234567, "float", ["a", 1], {"k": "v"}]`; got != want {
+			t.Fatalf("typed arguments: got %s, want %s", got, want)
+		}
+	})
 }
 
 func TestLargeArgumentsAndResults(t *testing.T) {
 	requirePython(t)
-	big := strings.Repeat("abcdefghij", 500_000) // 5 MB each way
-	body := "print('x' * 1_000_000)\nreturn text[::-1] + 'é'"
-	r := call{tool: bodyTool("big", body, "text"), args: map[string]string{"text": big}}.do(t)
-	got := mustSucceed(t, r)
-	if len(got) != len(big)+len("é") || !strings.HasPrefix(got, "jihgfedcba") {
-		t.Fatalf("result of %d bytes", len(got))
-	}
-	if len(r.log) < 1_000_000 {
-		t.Fatalf("log of %d bytes", len(r.log))
-	}
+	bothPaths(t, func(t *testing.T, cold bool) {
+		big := strings.Repeat("abcdefghij", 500_000) // 5 MB each way
+		body := "print('x' * 1_000_000)\nreturn text[::-1] + 'é'"
+		r := call{cold: cold, tool: bodyTool("big", body, "text"), args: map[string]string{"text": big}}.do(t)
+		got := mustSucceed(t, r)
+		if len(got) != len(big)+len("é") || !strings.HasPrefix(got, "jihgfedcba") {
+			t.Fatalf("result of %d bytes", len(got))
+		}
+		if len(r.log) < 1_000_000 {
+			t.Fatalf("log of %d bytes", len(r.log))
+		}
+	})
 }
 
 func TestOptionalParametersGetDefaults(t *testing.T) {
@@ -472,9 +527,10 @@ func TestBodyIndentation(t *testing.T) {
 
 func TestLegacyPythonFile(t *testing.T) {
 	requirePython(t)
-	src := t.TempDir()
-	helper := "def shout(s):\n    return s.upper()\n"
-	file := `import helper_mod
+	bothPaths(t, func(t *testing.T, cold bool) {
+		src := t.TempDir()
+		helper := "def shout(s):\n    return s.upper()\n"
+		file := `import helper_mod
 print("imported")
 
 def legacy_tool(query, limit=2):
@@ -483,42 +539,43 @@ def legacy_tool(query, limit=2):
 def other():
     raise ToolOutcomeUnknown("not sure")
 `
-	if err := os.WriteFile(filepath.Join(src, "helper_mod.py"), []byte(helper), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(src, "tools.py")
-	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tool := &compile.Tool{Name: "legacy_tool", Parameters: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}}}`),
-		Body: compile.Body{Kind: compile.BodyPython, PythonFile: path}}
-	r := call{tool: tool, args: map[string]any{"query": "héllo"}, secrets: map[string]string{"K": "v"}}.do(t)
-	got, log := mustSucceed(t, r), r.log
-	if want := `{"q": "HÉLLO", "limit": 2, "key": "v"}`; got != want {
-		t.Fatalf("got %s, want %s", got, want)
-	}
-	if !strings.Contains(log, "imported") {
-		t.Errorf("module print not in log: %q", log)
-	}
-	if _, err := os.Stat(filepath.Join(src, "__pycache__")); err == nil {
-		t.Errorf("loading the tool file wrote __pycache__ into the source directory")
-	}
+		if err := os.WriteFile(filepath.Join(src, "helper_mod.py"), []byte(helper), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(src, "tools.py")
+		if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tool := &compile.Tool{Name: "legacy_tool", Parameters: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}}}`),
+			Body: compile.Body{Kind: compile.BodyPython, PythonFile: path}}
+		r := call{cold: cold, tool: tool, args: map[string]any{"query": "héllo"}, secrets: map[string]string{"K": "v"}}.do(t)
+		got, log := mustSucceed(t, r), r.log
+		if want := `{"q": "HÉLLO", "limit": 2, "key": "v"}`; got != want {
+			t.Fatalf("got %s, want %s", got, want)
+		}
+		if !strings.Contains(log, "imported") {
+			t.Errorf("module print not in log: %q", log)
+		}
+		if _, err := os.Stat(filepath.Join(src, "__pycache__")); err == nil {
+			t.Errorf("loading the tool file wrote __pycache__ into the source directory")
+		}
 
-	other := *tool
-	other.Name = "other"
-	if _, _, err := (call{tool: &other}).run(t); !errors.Is(err, runtime.ErrUnknownOutcome) {
-		t.Fatalf("ToolOutcomeUnknown from a file: err = %v", err)
-	}
-	missingFn := *tool
-	missingFn.Name = "absent"
-	if out, _, err := (call{tool: &missingFn}).run(t); err != nil || out.Success || !strings.Contains(out.Output, "no function absent") {
-		t.Fatalf("missing function: %+v, %v", out, err)
-	}
-	missingFile := *tool
-	missingFile.Body.PythonFile = filepath.Join(src, "nope.py")
-	if out, _, err := (call{tool: &missingFile}).run(t); err != nil || out.Success || !strings.Contains(out.Output, "not found") {
-		t.Fatalf("missing file: %+v, %v", out, err)
-	}
+		other := *tool
+		other.Name = "other"
+		if _, _, err := (call{cold: cold, tool: &other}).run(t); !errors.Is(err, runtime.ErrUnknownOutcome) {
+			t.Fatalf("ToolOutcomeUnknown from a file: err = %v", err)
+		}
+		missingFn := *tool
+		missingFn.Name = "absent"
+		if out, _, err := (call{cold: cold, tool: &missingFn}).run(t); err != nil || out.Success || !strings.Contains(out.Output, "no function absent") {
+			t.Fatalf("missing function: %+v, %v", out, err)
+		}
+		missingFile := *tool
+		missingFile.Body.PythonFile = filepath.Join(src, "nope.py")
+		if out, _, err := (call{cold: cold, tool: &missingFile}).run(t); err != nil || out.Success || !strings.Contains(out.Output, "not found") {
+			t.Fatalf("missing file: %+v, %v", out, err)
+		}
+	})
 }
 
 func TestNonASCIIRoundTrip(t *testing.T) {
@@ -536,99 +593,107 @@ func TestNonASCIIRoundTrip(t *testing.T) {
 
 func TestWorkDirIsCwd(t *testing.T) {
 	requirePython(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "data.txt"), []byte("contents"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	got := mustSucceed(t, call{tool: bodyTool("cwd", `return [os.getcwd(), open("data.txt").read()]`), dir: dir}.do(t))
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res []string
-	if err := json.Unmarshal([]byte(got), &res); err != nil {
-		t.Fatalf("output %q: %v", got, err)
-	}
-	if res[0] != real || res[1] != "contents" {
-		t.Fatalf("got %q, want cwd %q and file contents", res, real)
-	}
+	bothPaths(t, func(t *testing.T, cold bool) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "data.txt"), []byte("contents"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got := mustSucceed(t, call{cold: cold, tool: bodyTool("cwd", `return [os.getcwd(), open("data.txt").read()]`), dir: dir}.do(t))
+		real, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res []string
+		if err := json.Unmarshal([]byte(got), &res); err != nil {
+			t.Fatalf("output %q: %v", got, err)
+		}
+		if res[0] != real || res[1] != "contents" {
+			t.Fatalf("got %q, want cwd %q and file contents", res, real)
+		}
+	})
 }
 
 func TestMissingInterpreterIsNotStarted(t *testing.T) {
-	ex := New(Options{Python: "nexa-no-such-python3"})
-	_, _, err := call{exec: ex, tool: bodyTool("x", "return 1")}.run(t)
-	if err == nil || !errors.Is(err, ErrNotStarted) || errors.Is(err, runtime.ErrUnknownOutcome) {
-		t.Fatalf("err = %v, want ErrNotStarted and not ErrUnknownOutcome", err)
-	}
-	if !errors.Is(err, runtime.ErrNotExecuted) {
-		t.Fatalf("err %v does not match runtime.ErrNotExecuted", err)
-	}
-	var ns interface{ NotStarted() bool }
-	if !errors.As(err, &ns) || !ns.NotStarted() {
-		t.Fatalf("err %v does not expose NotStarted()", err)
-	}
-	if !strings.Contains(err.Error(), "NEXA_PYTHON") {
-		t.Fatalf("err %q does not say how to fix it", err)
-	}
+	bothPaths(t, func(t *testing.T, cold bool) {
+		ex := newExec(t, cold, Options{Python: "nexa-no-such-python3"})
+		_, _, err := call{exec: ex, tool: bodyTool("x", "return 1")}.run(t)
+		if err == nil || !errors.Is(err, ErrNotStarted) || errors.Is(err, runtime.ErrUnknownOutcome) {
+			t.Fatalf("err = %v, want ErrNotStarted and not ErrUnknownOutcome", err)
+		}
+		if !errors.Is(err, runtime.ErrNotExecuted) {
+			t.Fatalf("err %v does not match runtime.ErrNotExecuted", err)
+		}
+		var ns interface{ NotStarted() bool }
+		if !errors.As(err, &ns) || !ns.NotStarted() {
+			t.Fatalf("err %v does not expose NotStarted()", err)
+		}
+		if !strings.Contains(err.Error(), "NEXA_PYTHON") {
+			t.Fatalf("err %q does not say how to fix it", err)
+		}
 
-	ex = New(Options{Python: "/nonexistent/dir/python3"})
-	if _, _, err := (call{exec: ex, tool: bodyTool("x", "return 1")}).run(t); !errors.Is(err, ErrNotStarted) {
-		t.Fatalf("missing absolute interpreter: err = %v", err)
-	}
+		ex = newExec(t, cold, Options{Python: "/nonexistent/dir/python3"})
+		if _, _, err := (call{exec: ex, tool: bodyTool("x", "return 1")}).run(t); !errors.Is(err, ErrNotStarted) {
+			t.Fatalf("missing absolute interpreter: err = %v", err)
+		}
+	})
 }
 
 func TestBrokenInterpreterIsNotStarted(t *testing.T) {
-	falseBin, err := exec.LookPath("false")
-	if err != nil {
-		t.Skip("no false(1) binary")
-	}
-	// An "interpreter" that exits at once: no start record, so nothing ran.
-	ex := New(Options{Python: falseBin})
-	_, _, err = call{exec: ex, tool: bodyTool("x", "return 1")}.run(t)
-	if !errors.Is(err, ErrNotStarted) || errors.Is(err, runtime.ErrUnknownOutcome) {
-		t.Fatalf("err = %v, want ErrNotStarted", err)
-	}
+	bothPaths(t, func(t *testing.T, cold bool) {
+		falseBin, err := exec.LookPath("false")
+		if err != nil {
+			t.Skip("no false(1) binary")
+		}
+		// An "interpreter" that exits at once: no start record, so nothing ran.
+		ex := newExec(t, cold, Options{Python: falseBin})
+		_, _, err = call{exec: ex, tool: bodyTool("x", "return 1")}.run(t)
+		if !errors.Is(err, ErrNotStarted) || errors.Is(err, runtime.ErrUnknownOutcome) {
+			t.Fatalf("err = %v, want ErrNotStarted", err)
+		}
+	})
 }
 
 func TestRefusalsBeforeRunning(t *testing.T) {
 	requirePython(t)
-	sandboxed := bodyTool("boxed", "open('ran', 'w').write('x')")
-	sandboxed.Sandbox = true
-	dir := t.TempDir()
-	_, _, err := call{tool: sandboxed, dir: dir}.run(t)
-	if !errors.Is(err, ErrSandboxUnavailable) || !errors.Is(err, ErrNotStarted) || errors.Is(err, runtime.ErrUnknownOutcome) {
-		t.Fatalf("sandbox: err = %v", err)
-	}
-	var sb interface{ SandboxUnavailable() bool }
-	if !errors.As(err, &sb) || !sb.SandboxUnavailable() {
-		t.Fatalf("sandbox error does not expose SandboxUnavailable()")
-	}
-	if _, statErr := os.Stat(filepath.Join(dir, "ran")); statErr == nil {
-		t.Fatalf("a sandboxed tool ran unsandboxed")
-	}
+	bothPaths(t, func(t *testing.T, cold bool) {
+		sandboxed := bodyTool("boxed", "open('ran', 'w').write('x')")
+		sandboxed.Sandbox = true
+		dir := t.TempDir()
+		_, _, err := call{cold: cold, tool: sandboxed, dir: dir}.run(t)
+		if !errors.Is(err, ErrSandboxUnavailable) || !errors.Is(err, ErrNotStarted) || errors.Is(err, runtime.ErrUnknownOutcome) {
+			t.Fatalf("sandbox: err = %v", err)
+		}
+		var sb interface{ SandboxUnavailable() bool }
+		if !errors.As(err, &sb) || !sb.SandboxUnavailable() {
+			t.Fatalf("sandbox error does not expose SandboxUnavailable()")
+		}
+		if _, statErr := os.Stat(filepath.Join(dir, "ran")); statErr == nil {
+			t.Fatalf("a sandboxed tool ran unsandboxed")
+		}
 
-	for _, bad := range []string{"class", "a-b", "x); import os; (", "1abc"} {
-		_, _, err := call{tool: bodyTool("badparam", "return 1", bad)}.run(t)
-		if !errors.Is(err, ErrNotStarted) {
-			t.Errorf("parameter %q: err = %v, want ErrNotStarted", bad, err)
+		for _, bad := range []string{"class", "a-b", "x); import os; (", "1abc"} {
+			_, _, err := call{cold: cold, tool: bodyTool("badparam", "return 1", bad)}.run(t)
+			if !errors.Is(err, ErrNotStarted) {
+				t.Errorf("parameter %q: err = %v, want ErrNotStarted", bad, err)
+			}
 		}
-	}
-	tool := bodyTool("badargs", "return 1")
-	for _, raw := range []string{`[1,2]`, `"str"`, `{bad json`} {
-		_, err := New(Options{}).Execute(context.Background(), runtime.Invocation{Tool: tool, Arguments: json.RawMessage(raw), WorkDir: t.TempDir()})
-		if !errors.Is(err, ErrNotStarted) {
-			t.Errorf("arguments %s: err = %v, want ErrNotStarted", raw, err)
+		tool := bodyTool("badargs", "return 1")
+		for _, raw := range []string{`[1,2]`, `"str"`, `{bad json`} {
+			_, err := newExec(t, cold, Options{}).Execute(context.Background(), runtime.Invocation{Tool: tool, Arguments: json.RawMessage(raw), WorkDir: t.TempDir()})
+			if !errors.Is(err, ErrNotStarted) {
+				t.Errorf("arguments %s: err = %v, want ErrNotStarted", raw, err)
+			}
 		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, _, err := (call{tool: bodyTool("late", "return 1"), ctx: ctx}).run(t); !errors.Is(err, ErrNotStarted) {
-		t.Errorf("cancelled before start: err = %v, want ErrNotStarted", err)
-	}
-	missingDir := filepath.Join(t.TempDir(), "gone")
-	if _, _, err := (call{tool: bodyTool("nodir", "return 1"), dir: missingDir}).run(t); !errors.Is(err, ErrNotStarted) || !strings.Contains(err.Error(), "working directory") {
-		t.Errorf("missing working directory: err = %v, want ErrNotStarted naming it", err)
-	}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, _, err := (call{cold: cold, tool: bodyTool("late", "return 1"), ctx: ctx}).run(t); !errors.Is(err, ErrNotStarted) {
+			t.Errorf("cancelled before start: err = %v, want ErrNotStarted", err)
+		}
+		missingDir := filepath.Join(t.TempDir(), "gone")
+		if _, _, err := (call{cold: cold, tool: bodyTool("nodir", "return 1"), dir: missingDir}).run(t); !errors.Is(err, ErrNotStarted) || !strings.Contains(err.Error(), "working directory") {
+			t.Errorf("missing working directory: err = %v, want ErrNotStarted naming it", err)
+		}
+	})
 }
 
 func TestDedent(t *testing.T) {
@@ -646,18 +711,33 @@ func TestDedent(t *testing.T) {
 	}
 }
 
-// BenchmarkPythonCall measures the whole per-call cost of a trivial tool:
-// interpreter start-up, bootstrap, JSON both ways, process-group cleanup.
+// BenchmarkPythonCall measures the whole cost of a trivial tool on the
+// per-call path (Options.NoWarm): interpreter start-up, bootstrap, JSON both
+// ways, process-group cleanup.
 //
 // NEXA_PYTHON selects the interpreter, as in the CLI (a pyenv shim alone
-// costs ~60 ms per call).
+// costs ~140 ms per start).
 func BenchmarkPythonCall(b *testing.B) {
+	benchmarkCall(b, Options{Python: os.Getenv("NEXA_PYTHON"), NoWarm: true})
+}
+
+// BenchmarkPythonCallWarm is BenchmarkPythonCall on the warm path: each call
+// is forked by the zygote (started by one call before the timer).
+func BenchmarkPythonCallWarm(b *testing.B) {
+	benchmarkCall(b, Options{Python: os.Getenv("NEXA_PYTHON")})
+}
+
+func benchmarkCall(b *testing.B, opts Options) {
 	requirePython(b)
-	ex := New(Options{Python: os.Getenv("NEXA_PYTHON")})
+	ex := New(opts)
+	defer ex.Close()
 	tool := bodyTool("ident", "return x", "x")
 	dir := b.TempDir()
 	inv := runtime.Invocation{RunID: "r", CallID: "c", Tool: tool, Arguments: json.RawMessage(`{"x":"hi"}`),
 		WorkDir: dir, Timeout: 30 * time.Second}
+	if out, err := ex.Execute(context.Background(), inv); err != nil || out.Output != "hi" {
+		b.Fatalf("Execute: %+v, %v", out, err)
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		out, err := ex.Execute(context.Background(), inv)
@@ -665,28 +745,36 @@ func BenchmarkPythonCall(b *testing.B) {
 			b.Fatalf("Execute: %+v, %v", out, err)
 		}
 	}
+	b.StopTimer()
+	if ex.zygotes != nil {
+		if n := ex.zygotes.fallbacks.Load(); n != 0 {
+			b.Fatalf("%d calls fell back to the per-call path", n)
+		}
+	}
 }
 
 func TestProjectModulesCannotShadowBootstrap(t *testing.T) {
 	requirePython(t)
-	dir := t.TempDir()
-	for _, m := range []string{"json", "ast", "traceback", "types", "keyword", "linecache", "fcntl"} {
-		if err := os.WriteFile(filepath.Join(dir, m+".py"), []byte("raise RuntimeError('shadowed "+m+"')\n"), 0o600); err != nil {
+	bothPaths(t, func(t *testing.T, cold bool) {
+		dir := t.TempDir()
+		for _, m := range []string{"json", "ast", "traceback", "types", "keyword", "linecache", "fcntl"} {
+			if err := os.WriteFile(filepath.Join(dir, m+".py"), []byte("raise RuntimeError('shadowed "+m+"')\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "localhelper.py"), []byte("VALUE = 'local module'\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "localhelper.py"), []byte("VALUE = 'local module'\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// The tool itself still imports from its working directory.
-	got := mustSucceed(t, call{tool: bodyTool("shadow", "import localhelper\nreturn {'v': localhelper.VALUE}"), dir: dir}.do(t))
-	if got != `{"v": "local module"}` {
-		t.Fatalf("got %s", got)
-	}
-	out, _, err := call{tool: bodyTool("shadow_err", "raise KeyError('k')"), dir: dir}.run(t)
-	if err != nil || out.Success || !strings.Contains(out.Output, "KeyError") {
-		t.Fatalf("error path with shadowing files: %+v, %v", out, err)
-	}
+		// The tool itself still imports from its working directory.
+		got := mustSucceed(t, call{cold: cold, tool: bodyTool("shadow", "import localhelper\nreturn {'v': localhelper.VALUE}"), dir: dir}.do(t))
+		if got != `{"v": "local module"}` {
+			t.Fatalf("got %s", got)
+		}
+		out, _, err := call{cold: cold, tool: bodyTool("shadow_err", "raise KeyError('k')"), dir: dir}.run(t)
+		if err != nil || out.Success || !strings.Contains(out.Output, "KeyError") {
+			t.Fatalf("error path with shadowing files: %+v, %v", out, err)
+		}
+	})
 }
 
 // BenchmarkInterpreterStartup is the floor BenchmarkPythonCall stands on:

@@ -35,7 +35,9 @@ func requireSandbox(t *testing.T) *Executor {
 	if err := sandbox.Available(); err != nil {
 		t.Fatalf("bwrap is installed but unusable here: %v", err)
 	}
-	return New(Options{Sandbox: sandbox.Detect})
+	ex := New(Options{Sandbox: sandbox.Detect})
+	t.Cleanup(func() { ex.Close() })
+	return ex
 }
 
 func sandboxedTool(name, body string, params ...string) *compile.Tool {
@@ -357,10 +359,14 @@ except OSError:
 	if got != "closed" {
 		t.Fatalf("stray descriptor %d is %s inside the sandbox", stray, got)
 	}
-	// Control: the same descriptor does reach an unsandboxed tool, so
-	// "closed" above is the bootstrap's doing.
-	if got := mustSucceed(t, call{exec: ex, tool: bodyTool("fds", body, `fd:{"type":"integer"}`), args: map[string]int{"fd": stray}}.do(t)); got != "open" {
+	// Control: the same descriptor does reach an unsandboxed tool on the
+	// per-call path, so "closed" above is the bootstrap's doing.
+	if got := mustSucceed(t, call{cold: true, tool: bodyTool("fds", body, `fd:{"type":"integer"}`), args: map[string]int{"fd": stray}}.do(t)); got != "open" {
 		t.Fatalf("control: stray descriptor %d is %s in an unsandboxed tool; the test cannot tell whether the sandbox closed it", stray, got)
+	}
+	// A call forked by a zygote holds no inherited descriptor either.
+	if got := mustSucceed(t, call{exec: ex, tool: bodyTool("fds", body, `fd:{"type":"integer"}`), args: map[string]int{"fd": stray}}.do(t)); got != "closed" {
+		t.Fatalf("stray descriptor %d is %s in a warm call", stray, got)
 	}
 }
 
