@@ -1,12 +1,14 @@
 // Package provider defines how the runtime asks a model for the next step,
-// and holds the implementations: an offline scripted model and
-// OpenAI-compatible Chat Completions.
+// and holds the implementations: an offline scripted model, OpenAI-compatible
+// Chat Completions and the Anthropic Messages API.
 //
 //   - NewScript reads a JSON file of turns (see Script and
 //     docs/providers.md); the turn that answers is the number of assistant
 //     messages already in the request, so it is stateless and resume-safe.
 //   - NewOpenAI talks to any OpenAI-compatible Chat Completions server,
 //     streaming or not; it reads no environment variable itself.
+//   - NewAnthropic speaks the Anthropic Messages API (tool_use and
+//     tool_result blocks), streaming or not, on the same terms.
 //   - WithRetry retries transient failures (*Error with Transient) with
 //     exponential backoff and jitter, honouring Retry-After and never
 //     waiting past the context's deadline.
