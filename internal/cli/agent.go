@@ -357,10 +357,9 @@ func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, t
 		var rerr *state.RunError
 		code, rerr = exitCodeForError(err)
 		rerr.Message = sec.redact(rerr.Message)
-		if run != nil && code != ExitUsage {
-			res = resultOf(run, tool, file, resumeFlags(c))
-		} else if run != nil {
-			// A refusal: show the run as stored, with the refusal.
+		if run != nil {
+			// The run as stored, with the error (for a refusal,
+			// nothing of it changed).
 			res = resultOf(run, tool, file, resumeFlags(c))
 		} else {
 			res = errorResult(rerr.Code, rerr.Message)

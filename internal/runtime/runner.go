@@ -212,7 +212,7 @@ func (r *Runner) drive(ctx context.Context, st *state.RunState) (*state.RunState
 			defer log.Close()
 		}
 	}
-	d := &driver{r: r, st: st, log: log, loaded: st.Status}
+	d := &driver{r: r, st: st, log: log}
 	for {
 		s, err := d.next(ctx)
 		if err != nil {
@@ -226,13 +226,9 @@ func (r *Runner) drive(ctx context.Context, st *state.RunState) (*state.RunState
 
 // driver carries one drive of one run.
 type driver struct {
-	r      *Runner
-	st     *state.RunState
-	log    ToolLog
-	loaded state.Status
-	// corrections counts answers rejected against the protocol schema in
-	// this process (bounded by the agent's retry setting).
-	corrections int
+	r   *Runner
+	st  *state.RunState
+	log ToolLog
 }
 
 func (d *driver) save(ctx context.Context, delta state.Delta) error {
@@ -356,7 +352,7 @@ func (d *driver) request(ctx context.Context) (step, error) {
 	elapsed := d.r.now().Sub(began)
 	if err != nil {
 		d.r.observe(Event{Kind: EventProviderDone, RunID: st.ID, Turn: turn, Duration: elapsed, Err: err})
-		if d.deadlinePassed() || errors.Is(pctx.Err(), context.DeadlineExceeded) && d.st.Config.Deadline != nil && d.deadlinePassed() {
+		if d.deadlinePassed() {
 			return d.timedOut(ctx, state.Delta{})
 		}
 		if d.stopRequested() {
@@ -369,7 +365,7 @@ func (d *driver) request(ctx context.Context) (step, error) {
 	usage := reply.Usage
 	usage.ProviderRequests = 1
 	st.Usage.Add(usage)
-	item := state.ProviderItem{Seq: len(st.ProviderItems), Raw: reply.Raw, Usage: usage, CreatedAt: d.r.now().UTC(), Consumed: true}
+	item := state.ProviderItem{Seq: len(st.ProviderItems), Raw: reply.Raw, Usage: usage, CreatedAt: d.r.now().UTC()}
 	if len(item.Raw) == 0 || !json.Valid(item.Raw) {
 		item.Raw = json.RawMessage("null")
 	}

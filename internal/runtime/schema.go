@@ -64,7 +64,7 @@ func (s *schemaSet) validateArgs(tool string, v any) error {
 	if sch == nil {
 		return nil
 	}
-	return explain(sch.Validate(toSchemaValue(v)))
+	return explain(sch.Validate(v))
 }
 
 // validateOutput checks a decoded final answer against the protocol schema.
@@ -72,12 +72,8 @@ func (s *schemaSet) validateOutput(v any) error {
 	if s.output == nil {
 		return nil
 	}
-	return explain(s.output.Validate(toSchemaValue(v)))
+	return explain(s.output.Validate(v))
 }
-
-// toSchemaValue converts json.Number values the way the validator expects
-// (it accepts json.Number directly, but nested maps must be plain).
-func toSchemaValue(v any) any { return v }
 
 // englishPrinter renders validation messages; the validator needs one.
 var englishPrinter = message.NewPrinter(language.English)

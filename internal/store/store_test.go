@@ -197,7 +197,7 @@ func TestCreateLoadRoundTrip(t *testing.T) {
 	dl := time.Date(2025, 3, 1, 13, 0, 0, 0, time.UTC)
 	st.Config.Deadline = &dl
 	st.Usage = state.Usage{InputTokens: 5, OutputTokens: 6, TotalTokens: 11, ProviderRequests: 1}
-	st.ProviderItems = []state.ProviderItem{{Seq: 0, Raw: json.RawMessage(`{"id":"x"}`), Usage: st.Usage, CreatedAt: st.CreatedAt, Consumed: true}}
+	st.ProviderItems = []state.ProviderItem{{Seq: 0, Raw: json.RawMessage(`{"id":"x"}`), Usage: st.Usage, CreatedAt: st.CreatedAt}}
 	st.Output = json.RawMessage(`{"answer":42}`)
 	st.Error = &state.RunError{Code: "E", Message: "m"}
 	yes := true
@@ -279,7 +279,7 @@ func TestSaveWritesDeltaAndHeader(t *testing.T) {
 	st.Messages = append(st.Messages, message(2), message(3))
 	st.Journal[0].Stage = state.StageStarted
 	st.Journal = append(st.Journal, entry("new", 5, 0))
-	st.ProviderItems[0].Consumed = true
+	st.ProviderItems[0].Raw = json.RawMessage(`{"replaced":true}`)
 	st.ProviderItems = append(st.ProviderItems, state.ProviderItem{Seq: 1, Raw: json.RawMessage(`2`)})
 	st.Status = state.StatusCompleted
 	st.Usage.ToolCalls = 7

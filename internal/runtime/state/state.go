@@ -162,16 +162,14 @@ type ToolCall struct {
 }
 
 // ProviderItem is one saved provider reply: the raw response and its usage,
-// kept so that a reply is never requested again and can be audited.
+// kept for audit. It is saved in the same write as the assistant message
+// and the journal entries of its calls, so a saved reply is never requested
+// again.
 type ProviderItem struct {
 	Seq       int             `json:"seq"`
 	Raw       json.RawMessage `json:"raw"`
 	Usage     Usage           `json:"usage"`
 	CreatedAt time.Time       `json:"created_at"`
-	// Consumed is set once the reply's tool calls were all journaled and its
-	// assistant message appended; a reply saved but not consumed is acted
-	// on at resume without asking the provider again.
-	Consumed bool `json:"consumed"`
 }
 
 // JournalEntry is the durable record of one tool call.
