@@ -60,7 +60,15 @@ type env struct {
 }
 
 // Main runs the nexa command line and returns the process exit code.
-func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		// A bug must not put a Go stack trace in front of a user; the
+		// store's transactions leave every run as it was last saved.
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "nexa: internal error: %v\nThis is a bug in nexa; runs in the store are as they were last saved.\n", r)
+			code = ExitFailed
+		}
+	}()
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
 	root := newRootCmd(e)
 	root.SetArgs(args)
