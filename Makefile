@@ -3,7 +3,7 @@
 
 GO      ?= go
 COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+VERSION := $(shell git describe --tags --exact-match 2>/dev/null || echo 0.1.0-dev)
 LDFLAGS := -s -w -X github.com/nexa-run/nexa/internal/cli.Version=$(VERSION) -X github.com/nexa-run/nexa/internal/cli.Commit=$(COMMIT)
 
 .PHONY: build test lint bench fuzz demo clean
