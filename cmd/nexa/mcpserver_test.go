@@ -4,15 +4,41 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // notesServer is a small MCP server over stdio for the end-to-end stories:
 // a read-only tool, an unannotated (so destructive) tool that writes a file
 // in its working directory, and a tool that kills the server mid-call.
 func notesServer() {
+	if err := newNotesServer(".").Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// cmdNotesHTTP: notes-http starts the notes server over Streamable HTTP in
+// the test process, keeping its notes in the work directory, and sets
+// $NOTES_URL.
+func cmdNotesHTTP(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: notes-http")
+	}
+	srv := newNotesServer(ts.MkAbs("."))
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	hs := httptest.NewServer(h)
+	ts.Defer(hs.Close)
+	ts.Setenv("NOTES_URL", hs.URL+"/mcp")
+}
+
+// newNotesServer builds the notes tools over the notes in dir.
+func newNotesServer(dir string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1.0.0"}, nil)
 	arg := func(req *mcp.CallToolRequest, k string) string {
 		var m map[string]any
@@ -26,7 +52,7 @@ func notesServer() {
 	srv.AddTool(&mcp.Tool{Name: "read_note", Description: "Read a note.", InputSchema: nameSchema,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			b, err := os.ReadFile(arg(req, "name") + ".note")
+			b, err := os.ReadFile(filepath.Join(dir, arg(req, "name")+".note"))
 			if err != nil {
 				r := reply("no such note")
 				r.IsError = true
@@ -37,7 +63,7 @@ func notesServer() {
 	srv.AddTool(&mcp.Tool{Name: "write_note", Description: "Write a note.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"text":{"type":"string"}},"required":["name","text"]}`)},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			f, err := os.OpenFile(arg(req, "name")+".note", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			f, err := os.OpenFile(filepath.Join(dir, arg(req, "name")+".note"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 			if err != nil {
 				return nil, err
 			}
@@ -48,12 +74,15 @@ func notesServer() {
 	srv.AddTool(&mcp.Tool{Name: "crash", Description: "Dies mid-call.", InputSchema: json.RawMessage(`{"type":"object"}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			os.WriteFile("crashed.txt", []byte("1"), 0o644)
+			if dir != "." {
+				// In the test process (HTTP): dying would end the test.
+				r := reply("cannot crash in-process")
+				r.IsError = true
+				return r, nil
+			}
+			os.WriteFile(filepath.Join(dir, "crashed.txt"), []byte("1"), 0o644)
 			os.Exit(3)
 			return nil, nil
 		})
-	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	return srv
 }

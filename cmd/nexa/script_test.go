@@ -33,10 +33,11 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"capture":   cmdCapture,
-			"jsonis":    cmdJSONIs,
-			"exits":     cmdExits,
-			"fakemodel": cmdFakeModel,
+			"capture":    cmdCapture,
+			"jsonis":     cmdJSONIs,
+			"exits":      cmdExits,
+			"fakemodel":  cmdFakeModel,
+			"notes-http": cmdNotesHTTP,
 		},
 	})
 }
