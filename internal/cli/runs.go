@@ -73,7 +73,7 @@ func parseStrictBool(flag, v string) (bool, error) {
 }
 
 func newRunsListCmd(e *env, open storeOpener) *cobra.Command {
-	var status, agent string
+	var status, agent, olderThan string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -84,12 +84,18 @@ func newRunsListCmd(e *env, open storeOpener) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var age time.Duration
+			if olderThan != "" {
+				if age, err = parseAge(olderThan); err != nil {
+					return err
+				}
+			}
 			s, err := open()
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			runs, err := s.List(context.Background(), state.Filter{Status: st, Agent: agent})
+			runs, err := s.List(context.Background(), state.Filter{Status: st, Agent: agent, OlderThan: age})
 			if err != nil {
 				return &exitError{code: ExitFailed, msg: fmt.Sprintf("list runs: %v", err)}
 			}
@@ -114,6 +120,7 @@ func newRunsListCmd(e *env, open storeOpener) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this status")
 	cmd.Flags().StringVar(&agent, "agent", "", "only runs of this agent")
+	cmd.Flags().StringVar(&olderThan, "older-than", "", "only runs not updated for this long (e.g. 72h, 30d); what prune would delete")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
