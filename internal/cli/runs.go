@@ -213,6 +213,20 @@ func printRun(e *env, st *state.RunState) {
 		}
 		tw.Flush()
 	}
+	if len(st.Messages) > 0 {
+		fmt.Fprintln(w, "\nconversation:")
+		for _, m := range st.Messages {
+			who := m.Role
+			if m.Role == state.RoleTool {
+				who = "tool " + m.ToolCallID
+			}
+			line := compactJSON([]byte(m.Content), 160)
+			for _, c := range m.ToolCalls {
+				line = strings.TrimSpace(line + " → " + c.Name + "(" + c.ID + ")")
+			}
+			fmt.Fprintf(w, "  %-3d %-22s %s\n", m.Seq, who, line)
+		}
+	}
 	if len(st.Output) > 0 {
 		var s string
 		if jsonUnmarshalString(st.Output, &s) == nil {
