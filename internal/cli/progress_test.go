@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+// lockedBuffer lets the spinner goroutine and the test share a buffer.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// On a terminal the printer animates a spinner while the model thinks and
+// a tool runs, then replaces it with one line per step.
+func TestProgressLiveSpinnerAndLines(t *testing.T) {
+	var buf lockedBuffer
+	p := &progressPrinter{w: &buf, live: true}
+	p.observe(runtime.Event{Kind: runtime.EventRunStarted, RunID: "run_X"})
+	p.observe(runtime.Event{Kind: runtime.EventProviderStart, Turn: 1})
+	time.Sleep(250 * time.Millisecond)
+	p.observe(runtime.Event{Kind: runtime.EventProviderDone, Turn: 1, Calls: 2, Duration: time.Second})
+	p.observe(runtime.Event{Kind: runtime.EventToolStart, Tool: "lookup", CallID: "c1"})
+	p.retrying(1, errTest("overloaded"), time.Second)
+	p.observe(runtime.Event{Kind: runtime.EventToolDone, Tool: "lookup", CallID: "c1", Outcome: "unknown", Duration: 2 * time.Second})
+	p.observe(runtime.Event{Kind: runtime.EventRunStopped, RunID: "run_X", Status: state.StatusUnknownOutcome})
+	p.close()
+	p.observe(runtime.Event{Kind: runtime.EventRunStarted, RunID: "after-close"})
+	out := buf.String()
+	for _, want := range []string{"run run_X started", "asking the model (request 1)", "model replied: 2 tool calls (1.0s)",
+		"? tool lookup (c1): unknown (2.0s)", "retry 1 in 1.0s", "run run_X: unknown_outcome"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "after-close") {
+		t.Error("printed after close")
+	}
+	if strings.Contains(out, "\x1b[3") {
+		t.Error("colour without a terminal that asked for it")
+	}
+}
+
+// Off a terminal every event is one timestamped line, and --quiet prints
+// nothing.
+func TestProgressPlainAndQuiet(t *testing.T) {
+	var buf lockedBuffer
+	p := &progressPrinter{w: &buf}
+	p.observe(runtime.Event{Kind: runtime.EventProviderStart, Turn: 1})
+	p.observe(runtime.Event{Kind: runtime.EventProviderDone, Turn: 1})
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], "model replied: final answer") {
+		t.Fatalf("lines = %q", lines)
+	}
+	if _, err := time.Parse(time.RFC3339, strings.Fields(lines[0])[0]); err != nil {
+		t.Errorf("no timestamp on %q", lines[0])
+	}
+	var quiet lockedBuffer
+	q := &progressPrinter{w: &quiet, quiet: true}
+	q.observe(runtime.Event{Kind: runtime.EventRunStarted, RunID: "r"})
+	q.retrying(1, errTest("x"), time.Second)
+	if quiet.String() != "" {
+		t.Errorf("quiet printed %q", quiet.String())
+	}
+}
+
+type errTest string
+
+func (e errTest) Error() string { return string(e) }
