@@ -341,21 +341,28 @@ func boolValue(v *lang.Value) (bool, bool) {
 	return false, false
 }
 
-// intValue reads a whole number, bare or quoted.
-func intValue(v *lang.Value) (int, bool) {
-	var x any
+// numericSetting reads a setting's number, bare or quoted, as numberValue
+// gives it (int64 or float64).
+func numericSetting(v *lang.Value) (any, bool) {
 	switch {
 	case v.Number != nil:
-		x = numberValue(v.Number.Text, v.Number.Neg)
+		return numberValue(v.Number.Text, v.Number.Neg), true
 	case v.Str != nil:
 		s := strings.TrimSpace(v.Str.Value())
 		neg := strings.HasPrefix(s, "-")
 		s = strings.TrimPrefix(s, "-")
 		if s == "" || strings.Trim(s, "0123456789.eE+-") != "" {
-			return 0, false
+			return nil, false
 		}
-		x = numberValue(s, neg)
-	default:
+		return numberValue(s, neg), true
+	}
+	return nil, false
+}
+
+// intValue reads a whole number, bare or quoted.
+func intValue(v *lang.Value) (int, bool) {
+	x, ok := numericSetting(v)
+	if !ok {
 		return 0, false
 	}
 	switch n := x.(type) {
@@ -374,19 +381,8 @@ func intValue(v *lang.Value) (int, bool) {
 
 // floatValue reads a number, bare or quoted.
 func floatValue(v *lang.Value) (float64, bool) {
-	var x any
-	switch {
-	case v.Number != nil:
-		x = numberValue(v.Number.Text, v.Number.Neg)
-	case v.Str != nil:
-		s := strings.TrimSpace(v.Str.Value())
-		neg := strings.HasPrefix(s, "-")
-		s = strings.TrimPrefix(s, "-")
-		if s == "" || strings.Trim(s, "0123456789.eE+-") != "" {
-			return 0, false
-		}
-		x = numberValue(s, neg)
-	default:
+	x, ok := numericSetting(v)
+	if !ok {
 		return 0, false
 	}
 	switch n := x.(type) {

@@ -1,6 +1,9 @@
 package stdlib
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Default timeouts in seconds. Pure functions finish in microseconds; the
 // bound only protects against a pathological input.
@@ -13,6 +16,27 @@ const (
 )
 
 func schema(s string) json.RawMessage { return json.RawMessage(s) }
+
+// httpSend declares the tool of an HTTP method that changes something
+// (POST, PUT, DELETE): they differ only in the method and two descriptions.
+func httpSend(method, bodyDesc, contentTypeDesc string) Tool {
+	return Tool{
+		Name: "http_" + strings.ToLower(method), Namespace: "std.http", Risk: RiskHigh, Timeout: timeoutHTTP,
+		Description: "Send an HTTP " + method + ` request with an Idempotency-Key header (redirects are not followed). Returns JSON {"status","headers","body"}; a status of 400 or more is reported as a failure.`,
+		Parameters: schema(`{
+  "type": "object",
+  "properties": {
+    "url": {"type": "string", "description": "Absolute http or https URL"},
+    "body": {"type": "string", "default": "", "description": "` + bodyDesc + `"},
+    "content_type": {"type": "string", "description": "` + contentTypeDesc + `"},
+    "headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Request headers"},
+    "timeout": {"type": "integer", "minimum": 1, "maximum": 600, "default": 30, "description": "Seconds to wait for the response"}
+  },
+  "required": ["url"],
+  "additionalProperties": false
+}`),
+	}
+}
 
 // catalog is every built-in tool in namespace order. The schemas are
 // literal JSON so that what the model sees is exactly what is reviewed here;
@@ -157,54 +181,9 @@ var catalog = []Tool{
   "additionalProperties": false
 }`),
 	},
-	{
-		Name: "http_post", Namespace: "std.http", Risk: RiskHigh, Timeout: timeoutHTTP,
-		Description: "Send an HTTP POST request with an Idempotency-Key header (redirects are not followed). Returns JSON {\"status\",\"headers\",\"body\"}; a status of 400 or more is reported as a failure.",
-		Parameters: schema(`{
-  "type": "object",
-  "properties": {
-    "url": {"type": "string", "description": "Absolute http or https URL"},
-    "body": {"type": "string", "default": "", "description": "Request body"},
-    "content_type": {"type": "string", "description": "Content-Type of the body; default application/json when the body is JSON, else text/plain"},
-    "headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Request headers"},
-    "timeout": {"type": "integer", "minimum": 1, "maximum": 600, "default": 30, "description": "Seconds to wait for the response"}
-  },
-  "required": ["url"],
-  "additionalProperties": false
-}`),
-	},
-	{
-		Name: "http_put", Namespace: "std.http", Risk: RiskHigh, Timeout: timeoutHTTP,
-		Description: "Send an HTTP PUT request with an Idempotency-Key header (redirects are not followed). Returns JSON {\"status\",\"headers\",\"body\"}; a status of 400 or more is reported as a failure.",
-		Parameters: schema(`{
-  "type": "object",
-  "properties": {
-    "url": {"type": "string", "description": "Absolute http or https URL"},
-    "body": {"type": "string", "default": "", "description": "Request body"},
-    "content_type": {"type": "string", "description": "Content-Type of the body; default application/json when the body is JSON, else text/plain"},
-    "headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Request headers"},
-    "timeout": {"type": "integer", "minimum": 1, "maximum": 600, "default": 30, "description": "Seconds to wait for the response"}
-  },
-  "required": ["url"],
-  "additionalProperties": false
-}`),
-	},
-	{
-		Name: "http_delete", Namespace: "std.http", Risk: RiskHigh, Timeout: timeoutHTTP,
-		Description: "Send an HTTP DELETE request with an Idempotency-Key header (redirects are not followed). Returns JSON {\"status\",\"headers\",\"body\"}; a status of 400 or more is reported as a failure.",
-		Parameters: schema(`{
-  "type": "object",
-  "properties": {
-    "url": {"type": "string", "description": "Absolute http or https URL"},
-    "body": {"type": "string", "default": "", "description": "Request body, usually empty"},
-    "content_type": {"type": "string", "description": "Content-Type of the body, when there is one"},
-    "headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Request headers"},
-    "timeout": {"type": "integer", "minimum": 1, "maximum": 600, "default": 30, "description": "Seconds to wait for the response"}
-  },
-  "required": ["url"],
-  "additionalProperties": false
-}`),
-	},
+	httpSend("POST", "Request body", "Content-Type of the body; default application/json when the body is JSON, else text/plain"),
+	httpSend("PUT", "Request body", "Content-Type of the body; default application/json when the body is JSON, else text/plain"),
+	httpSend("DELETE", "Request body, usually empty", "Content-Type of the body, when there is one"),
 
 	// -------------------------------------------------------------- std.time
 	{
