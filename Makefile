@@ -15,12 +15,20 @@ build:
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 10s ./internal/lang
 
+# Fuzz the parser and the compiler (FUZZTIME each; CI runs a short round).
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/lang
+	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) ./internal/compile
+
+# gofmt, vet, staticcheck (pinned in go.mod as a tool) and a tidy module.
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt'd:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+	$(GO) mod tidy -diff
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

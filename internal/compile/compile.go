@@ -91,7 +91,6 @@ type source struct {
 type toolDecl struct {
 	decl lang.Decl // *lang.ToolFn or *lang.LegacyTool
 	src  *source
-	ir   *Tool
 }
 
 type agentDecl struct {

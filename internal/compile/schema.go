@@ -96,16 +96,6 @@ type typeInfo struct {
 	optional bool
 }
 
-// builtinTypes are the type names of language.md 4.1 (and 2.x aliases).
-var builtinTypes = map[string]string{
-	"string": "string", "str": "string",
-	"int": "integer", "integer": "integer",
-	"float": "number", "number": "number",
-	"bool": "boolean", "boolean": "boolean",
-	"list": "array", "dict": "object",
-	"Option": "", "any": "",
-}
-
 // typeNames lists every type name a program may use, for suggestions.
 func (c *compiler) typeNames() []string {
 	names := []string{"string", "str", "int", "float", "number", "bool", "boolean", "list", "dict", "Option", "Result"}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -112,7 +113,7 @@ func TestReturnValues(t *testing.T) {
 		{"negative int", lit(int64(-7)), "", "-7"},
 		{"float", lit(2.5), "", "2.5"},
 		{"whole float", lit(3.0), "", "3"},
-		{"negative zero", lit(-0.0), "", "0"},
+		{"negative zero", lit(math.Copysign(0, -1)), "", "0"},
 		{"big whole float", lit(1e20), "", "100000000000000000000"},
 		{"huge float", lit(1e21), "", "1e+21"},
 		{"true", lit(true), "", "true"},

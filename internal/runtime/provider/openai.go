@@ -389,8 +389,9 @@ func (a *streamAcc) add(c *openai.ChatCompletionChunk) string {
 	if c.Created != 0 {
 		a.created = c.Created
 	}
-	if c.SystemFingerprint != "" {
-		a.fingerprint = c.SystemFingerprint
+	//lint:ignore SA1019 deprecated by OpenAI, still sent by servers; kept so the saved reply is what the server said
+	if fp := c.SystemFingerprint; fp != "" {
+		a.fingerprint = fp
 	}
 	if c.JSON.Usage.Valid() {
 		a.usage = c.Usage
