@@ -22,7 +22,7 @@ func ParseHTTPAllow(entry string) (host string, port int, err error) {
 	if strings.ContainsAny(entry, "/?#@* \t") {
 		return "", 0, fmt.Errorf("%q is not a host or host:port (no scheme, path, user or wildcard)", entry)
 	}
-	h, p := entry, ""
+	h, p, hasPort := entry, "", false
 	switch {
 	case strings.HasPrefix(entry, "["):
 		end := strings.Index(entry, "]")
@@ -33,7 +33,7 @@ func ParseHTTPAllow(entry string) (host string, port int, err error) {
 		switch rest := entry[end+1:]; {
 		case rest == "":
 		case strings.HasPrefix(rest, ":"):
-			p = rest[1:]
+			p, hasPort = rest[1:], true
 		default:
 			return "", 0, fmt.Errorf("%q has text after ]", entry)
 		}
@@ -47,10 +47,11 @@ func ParseHTTPAllow(entry string) (host string, port int, err error) {
 		if h, p, err = net.SplitHostPort(entry); err != nil {
 			return "", 0, fmt.Errorf("%q: %v", entry, err)
 		}
+		hasPort = true
 	}
-	if p != "" {
+	if hasPort {
 		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 || n > 65535 || p[0] == '0' {
+		if err != nil || n < 1 || n > 65535 || p[0] == '0' || p[0] == '+' {
 			return "", 0, fmt.Errorf("%q: the port must be a number from 1 to 65535", entry)
 		}
 		port = n
