@@ -37,6 +37,7 @@ func TestScripts(t *testing.T) {
 			"jsonis":     cmdJSONIs,
 			"exits":      cmdExits,
 			"fakemodel":  cmdFakeModel,
+			"httpsink":   cmdHTTPSink,
 			"notes-http": cmdNotesHTTP,
 		},
 	})

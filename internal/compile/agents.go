@@ -12,7 +12,7 @@ import (
 )
 
 // agentProps are the properties with meaning for nexa agent.
-var agentProps = []string{"prompt", "role", "model", "max_tool_calls", "tool_call_strategy", "timeout", "retry", "temperature", "max_tokens", "output_format", "stream"}
+var agentProps = []string{"prompt", "role", "model", "max_tool_calls", "tool_call_strategy", "timeout", "retry", "temperature", "max_tokens", "output_format", "stream", "http_allow"}
 
 // agentDecorators maps each decorator to its one argument and the property
 // it sets.
@@ -250,6 +250,32 @@ func (c *compiler) agentProp(a *Agent, key string, v *lang.Value) {
 			return
 		}
 		a.Stream = &b
+	case "http_allow":
+		c.httpAllow(a, v)
+	}
+}
+
+// httpAllow reads the list of internal hosts std.http may reach for this
+// agent; every entry must parse, so that a typo cannot silently leave a
+// host refused (or, worse, read as a broader rule than written).
+func (c *compiler) httpAllow(a *Agent, v *lang.Value) {
+	const hint = `write http_allow: ["localhost:8080", "10.0.0.5"] (host or host:port)`
+	if v.List == nil {
+		c.errorAt(v.Pos, lang.CodeBadSetting, hint, "http_allow of agent %s must be a list of hosts, found %s", a.Name, describeValue(v))
+		return
+	}
+	a.HTTPAllow = []string{}
+	for _, it := range v.List.Items {
+		if it.Value.Str == nil || it.Label != "" {
+			c.errorAt(it.Pos, lang.CodeBadSetting, hint, "http_allow of agent %s holds host strings, found %s", a.Name, describeValue(it.Value))
+			continue
+		}
+		host, port, err := ParseHTTPAllow(it.Value.Str.Value())
+		if err != nil {
+			c.errorAt(it.Pos, lang.CodeBadSetting, hint, "http_allow of agent %s: %v", a.Name, err)
+			continue
+		}
+		a.HTTPAllow = append(a.HTTPAllow, formatHTTPAllow(host, port))
 	}
 }
 

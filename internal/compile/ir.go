@@ -112,6 +112,11 @@ type Agent struct {
 	MaxTokens        int      `json:"-"`
 	OutputFormat     string   `json:"-"`
 	Stream           *bool    `json:"-"`
+	// HTTPAllow are the internal hosts (canonical "host" or "host:port",
+	// see ParseHTTPAllow) that std.http may reach for this agent; every
+	// other loopback, private or otherwise internal address is refused.
+	// It is kept in Properties too, so it is part of the program hash.
+	HTTPAllow []string `json:"-"`
 
 	// Properties are all resolved properties as JSON values (including
 	// those with no effect in nexa agent).

@@ -170,6 +170,7 @@ func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *compile.
 		WorkDir:   d.st.Config.WorkDir,
 		Secrets:   d.r.secrets,
 		Timeout:   timeout,
+		HTTPAllow: d.r.agent.HTTPAllow,
 	}
 	if d.log != nil {
 		inv.Log = d.log

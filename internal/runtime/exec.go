@@ -32,6 +32,9 @@ type Invocation struct {
 	Timeout time.Duration
 	// Log receives whatever the tool prints.
 	Log io.Writer
+	// HTTPAllow are the internal hosts the agent lets std.http reach
+	// (compile.Agent.HTTPAllow); every other internal address is refused.
+	HTTPAllow []string
 }
 
 // IdempotencyKey is the key external systems can use to drop a duplicate

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +49,14 @@ type Options struct {
 	// UserAgent is sent by std.http unless the call sets one; empty means
 	// "nexa".
 	UserAgent string
+	// HTTPAllow are internal hosts std.http may reach on every call, in
+	// the syntax of the agent setting http_allow (compile.ParseHTTPAllow),
+	// on top of the invocation's own list. Tests use it for local servers.
+	HTTPAllow []string
+
+	// resolver replaces the system's name resolution of std.http, so that
+	// tests can make a name resolve to an internal address.
+	resolver *net.Resolver
 }
 
 // Executor runs the built-in tools of the std.* namespaces (compile.Body
@@ -88,6 +97,7 @@ func New(opts Options) *Executor {
 	if opts.Env != nil {
 		opts.Env = append([]string(nil), opts.Env...)
 	}
+	opts.HTTPAllow = append([]string(nil), opts.HTTPAllow...)
 	e := &Executor{opts: opts, handlers: map[string]handler{}}
 	e.register()
 	return e

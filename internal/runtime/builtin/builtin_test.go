@@ -62,6 +62,8 @@ type runOpts struct {
 	timeout time.Duration
 	log     io.Writer
 	opts    Options
+	// agentAllow is the agent's http_allow, carried by the invocation.
+	agentAllow []string
 }
 
 func execTool(t *testing.T, ro runOpts, name string, args map[string]any) (runtime.Outcome, error) {
@@ -80,7 +82,7 @@ func execTool(t *testing.T, ro runOpts, name string, args map[string]any) (runti
 	defer cancel()
 	return New(ro.opts).Execute(ctx, runtime.Invocation{
 		RunID: "run1", CallID: "call1", Tool: tool, Arguments: raw,
-		WorkDir: ro.workDir, Timeout: timeout, Log: ro.log,
+		WorkDir: ro.workDir, Timeout: timeout, Log: ro.log, HTTPAllow: ro.agentAllow,
 	})
 }
 

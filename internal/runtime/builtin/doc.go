@@ -74,6 +74,21 @@
 // the model still sees the status and body — so the journal and the
 // provider's is_error flag match HTTP semantics.
 //
+// Internal addresses (loopback, private, link-local such as the cloud
+// metadata service, CGNAT, multicast, reserved and documentation blocks,
+// and IPv6 forms that embed such an IPv4 address) are refused by a guard
+// (httpguard.go) in the dialer's Control hook, on the address the socket
+// is about to connect to after name resolution. Every connection,
+// including each redirect hop, goes through that dialer, so neither a
+// name that resolves to an internal address nor a redirect gets around
+// it; environment proxies are not used, since behind a proxy the real
+// target could not be checked. An agent's http_allow entries
+// (runtime.Invocation.HTTPAllow, plus Options.HTTPAllow) let named hosts
+// through: an IP entry matches the dialled address, a name entry the
+// request's host name. A refusal happens before anything is sent and is
+// a known failure naming the address and the entry that would allow it,
+// also when it stops a redirect.
+//
 // # Pure namespaces
 //
 // std.time (strftime-style formats or named ones, IANA zones from the

@@ -5,8 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -104,9 +104,13 @@ func httpTool(method string) handler {
 			req.Header.Set("Idempotency-Key", c.inv.IdempotencyKey())
 		}
 
+		g := &guard{allow: parseAllow(c.opts.HTTPAllow, c.inv.HTTPAllow), timeout: timeout, resolver: c.opts.resolver}
 		transport := &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: timeout}).DialContext,
+			// No proxy from the environment: through a proxy the
+			// address dialled would be the proxy's, and the guard could
+			// not see (or refuse) the internal host behind it.
+			Proxy:                 nil,
+			DialContext:           g.dial,
 			TLSHandshakeTimeout:   timeout,
 			ResponseHeaderTimeout: 0, // bounded by ctx
 			DisableKeepAlives:     true,
@@ -126,6 +130,12 @@ func httpTool(method string) handler {
 		}
 		start := time.Now()
 		resp, err := client.Do(req)
+		var refused *refusedError
+		if errors.As(err, &refused) {
+			// Refused before connecting, also on a redirect hop: a
+			// known failure whatever was written before.
+			return fail("%s", refusal(method, u, err, refused)), nil
+		}
 		if err != nil {
 			if !wrote.Load() {
 				return fail("%s %s: request not sent: %s", method, redact(u), reason(err, ctx)), nil
@@ -163,6 +173,19 @@ func httpTool(method string) handler {
 		out.Success = out.Success && resp.StatusCode < 400
 		return out, nil
 	}
+}
+
+// refusal words a request the guard stopped, naming the address, why it
+// is internal and the http_allow entry that would let it through.
+func refusal(method string, u *url.URL, err error, r *refusedError) string {
+	what := fmt.Sprintf("%s %s refused: %s; std.http does not connect to internal addresses, so nothing was sent", method, redact(u), r)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if hop, perr := url.Parse(ue.URL); perr == nil && hop.String() != u.String() {
+			what = fmt.Sprintf("%s %s was redirected to %s, which is refused: %s; std.http does not connect to internal addresses, so the redirect was not followed", method, redact(u), redact(hop), r)
+		}
+	}
+	return fmt.Sprintf("%s. If the agent must reach it, add %q to the agent's http_allow setting", what, r.suggestion())
 }
 
 // isText reports whether a body can be shown as text; a cut body may end

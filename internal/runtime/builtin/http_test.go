@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	"strings"
 	"sync"
@@ -33,6 +34,17 @@ func runHTTP(t *testing.T, ro runOpts, name string, args map[string]any, success
 		t.Fatal(err)
 	}
 	return res
+}
+
+// allowServer lets std.http reach the local test server at base (an
+// internal address, refused otherwise) and nothing else on this machine.
+func allowServer(t *testing.T, base string) Options {
+	t.Helper()
+	u, err := neturl.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{HTTPAllow: []string{u.Host}}
 }
 
 // recorder keeps what a test server received.
@@ -79,7 +91,7 @@ func TestHTTPRequests(t *testing.T) {
 	rec := &recorder{}
 	srv := httptest.NewServer(http.HandlerFunc(rec.handler))
 	defer srv.Close()
-	ro := runOpts{workDir: t.TempDir()}
+	ro := runOpts{workDir: t.TempDir(), opts: allowServer(t, srv.URL)}
 
 	res := runHTTP(t, ro, "http_get", map[string]any{"url": srv.URL + "/ok", "headers": map[string]any{"X-Test": "1"}}, true)
 	if res.Status != 201 || res.Body != "made <it> & done" || res.Headers["Retry-After"] != "5" || res.Headers["Set-Cookie"] != "" {
@@ -120,7 +132,9 @@ func TestHTTPRequests(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 	// Bodies are capped and binary bodies come back in base64.
-	res = runHTTP(t, runOpts{workDir: ro.workDir, opts: Options{OutputLimit: 100}}, "http_get", map[string]any{"url": srv.URL + "/big"}, true)
+	limited := ro
+	limited.opts.OutputLimit = 100
+	res = runHTTP(t, limited, "http_get", map[string]any{"url": srv.URL + "/big"}, true)
 	if !res.BodyTruncated || len(res.Body) != 100 {
 		t.Fatalf("%+v", res)
 	}
@@ -137,7 +151,7 @@ func TestHTTPNotSentIsKnownFailure(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	ro := runOpts{workDir: t.TempDir(), timeout: 5 * time.Second}
+	ro := runOpts{workDir: t.TempDir(), timeout: 5 * time.Second, opts: Options{HTTPAllow: []string{addr}}}
 	for _, m := range []string{"get", "post", "put", "delete"} {
 		out := mustRun(t, ro, "http_"+m, map[string]any{"url": "http://" + addr + "/x"}, false)
 		if !strings.Contains(out, "request not sent") || !strings.Contains(out, "refused") {
@@ -210,7 +224,7 @@ func TestHTTPSentThenHangIsUnknown(t *testing.T) {
 		case <-time.After(10 * time.Second):
 		}
 	})
-	ro := runOpts{workDir: t.TempDir(), timeout: 400 * time.Millisecond}
+	ro := runOpts{workDir: t.TempDir(), timeout: 400 * time.Millisecond, opts: allowServer(t, url)}
 	for _, m := range []string{"post", "get"} {
 		start := time.Now()
 		args := map[string]any{"url": url + "/slow", "timeout": 60}
@@ -237,7 +251,7 @@ func TestHTTPClosedAfterRequestIsUnknown(t *testing.T) {
 		readRequest(c)
 		// Close without answering.
 	})
-	ro := runOpts{workDir: t.TempDir(), timeout: 5 * time.Second}
+	ro := runOpts{workDir: t.TempDir(), timeout: 5 * time.Second, opts: allowServer(t, url)}
 	out, err := execTool(t, ro, "http_post", map[string]any{"url": url + "/x", "body": `{"pay":100}`})
 	if !errors.Is(err, runtime.ErrUnknownOutcome) {
 		t.Fatalf("%+v %v, want unknown outcome", out, err)
@@ -254,7 +268,7 @@ func TestHTTPBodyCutAfterStatusIsKnown(t *testing.T) {
 		readRequest(c)
 		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nContent-Type: text/plain\r\n\r\npartial")
 	})
-	out := mustRun(t, runOpts{workDir: t.TempDir(), timeout: 5 * time.Second}, "http_post", map[string]any{"url": url, "body": "x"}, true)
+	out := mustRun(t, runOpts{workDir: t.TempDir(), timeout: 5 * time.Second, opts: allowServer(t, url)}, "http_post", map[string]any{"url": url, "body": "x"}, true)
 	var res struct {
 		Status    int    `json:"status"`
 		Body      string `json:"body"`
