@@ -178,6 +178,10 @@ func (rw *redactWriter) emit(n int) error {
 	return err
 }
 
+// Unwrap returns the writer the redacted stream goes to, so a caller can
+// still tell whether it is a terminal.
+func (rw *redactWriter) Unwrap() io.Writer { return rw.w }
+
 // Close forwards whatever is buffered.
 func (rw *redactWriter) Close() error {
 	rw.mu.Lock()
