@@ -16,12 +16,6 @@ const redacted = "[REDACTED]"
 // ("1", "yes", "gpt") would shred ordinary text and reveal little.
 const MinRedactLen = 4
 
-// Redactor returns a function that replaces every string value of the set
-// (see NewRedactor). A nil or empty set gives the identity function.
-func (s *Set) Redactor() func(string) string {
-	return NewRedactor(s.Strings()...).Redact
-}
-
 // Redactor replaces every known secret value in text nexa is about to
 // store, log, print or send: one Redactor holds every value a run must not
 // reveal (secrets files, provider keys, database passwords), so each
@@ -58,9 +52,6 @@ func (r *Redactor) Redact(text string) string {
 	return r.r.Replace(text)
 }
 
-// Empty reports whether the Redactor knows no value.
-func (r *Redactor) Empty() bool { return r == nil || r.r == nil }
-
 // needles lists what to replace: each value and its JSON-escaped form,
 // longest first (strings.Replacer prefers earlier pairs at one position).
 func needles(values []string) []string {
@@ -85,12 +76,6 @@ func needles(values []string) []string {
 		return out[i] < out[j]
 	})
 	return out
-}
-
-// RedactWriter returns a writer that redacts the set's values from a
-// stream before passing it to w (see Redactor.Writer).
-func (s *Set) RedactWriter(w io.Writer) io.WriteCloser {
-	return NewRedactor(s.Strings()...).Writer(w)
 }
 
 // Writer returns a writer that redacts a stream before passing it to w,
