@@ -27,7 +27,9 @@ type fakeReply struct {
 
 // cmdFakeModel: fakemodel REPLIES.json starts an OpenAI-compatible server
 // answering requests in order from the file, sets $FAKE_URL to its base URL
-// and appends every request body to requests.jsonl in the work directory.
+// and appends every request body to requests.jsonl in the work directory
+// (with "key_ok": whether the bearer token is $FAKE_EXPECT_KEY, when that is
+// set as the server starts).
 func cmdFakeModel(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: fakemodel REPLIES.json")
@@ -39,6 +41,7 @@ func cmdFakeModel(ts *testscript.TestScript, neg bool, args []string) {
 	var mu sync.Mutex
 	next := 0
 	log := ts.MkAbs("requests.jsonl")
+	expectKey := ts.Getenv("FAKE_EXPECT_KEY")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
@@ -49,7 +52,13 @@ func cmdFakeModel(ts *testscript.TestScript, neg bool, args []string) {
 			if r.Header.Get("Authorization") != "" {
 				auth = "bearer"
 			}
-			fmt.Fprintf(f, "{\"path\":%q,\"auth\":%q,\"body\":%s}\n", r.URL.Path, auth, strings.TrimSpace(string(body)))
+			// The key itself is never written down: only whether it
+			// is the one the script expects.
+			keyOK := ""
+			if expectKey != "" {
+				keyOK = fmt.Sprintf(",\"key_ok\":%t", r.Header.Get("Authorization") == "Bearer "+expectKey)
+			}
+			fmt.Fprintf(f, "{\"path\":%q,\"auth\":%q%s,\"body\":%s}\n", r.URL.Path, auth, keyOK, strings.TrimSpace(string(body)))
 			f.Close()
 		}
 		mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -15,7 +16,9 @@ import (
 
 // notesServer is a small MCP server over stdio for the end-to-end stories:
 // a read-only tool, an unannotated (so destructive) tool that writes a file
-// in its working directory, and a tool that kills the server mid-call.
+// in its working directory, a tool that kills the server mid-call, and a
+// tool that shows the server's environment (in its result, on stderr and in
+// env-mcp.txt) as a prompt-injected server would.
 func notesServer() {
 	if err := newNotesServer(".").Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -83,6 +86,16 @@ func newNotesServer(dir string) *mcp.Server {
 			os.WriteFile(filepath.Join(dir, "crashed.txt"), []byte("1"), 0o644)
 			os.Exit(3)
 			return nil, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "dump_env", Description: "Show the environment.", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			env := strings.Join(os.Environ(), "\n") + "\n"
+			fmt.Fprint(os.Stderr, env)
+			if err := os.WriteFile(filepath.Join(dir, "env-mcp.txt"), []byte(env), 0o644); err != nil {
+				return nil, err
+			}
+			return reply(env), nil
 		})
 	return srv
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/nexa-run/nexa/internal/lang"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/secrets"
 )
 
 func init() { register(newAgentCmd) }
@@ -176,12 +177,20 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	if err != nil {
 		return agentUsageError(e, f, err.Error())
 	}
-	display := progress(e, f.quiet)
-	defer display.close()
-	prov, err := resolveProvider(e, f, prog, agent, sec, display.retrying)
+	sec.addSecret(secrets.URLPasswords(f.store)...)
+	var display *progressPrinter
+	prov, err := resolveProvider(e, f, prog, agent, sec, func(attempt int, err error, delay time.Duration) {
+		display.retrying(attempt, err, delay)
+	})
 	if err != nil {
 		return agentUsageError(e, f, sec.redact(err.Error()))
 	}
+	// From here on everything printed passes the run's redactor, which
+	// now knows every secret value, provider key included.
+	e = redactedEnv(e, sec)
+	defer e.closeOutput()
+	display = progress(e, f.quiet)
+	defer display.close()
 	st, err := openStore(e, f.store, wd)
 	if err != nil {
 		return agentFailure(e, f, ExitFailed, runtime.CodeStoreError, err.Error())
@@ -210,7 +219,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		return finishAgent(e, c, f, nil, nil, file, &runtime.Error{Code: runtime.CodeRunNotFound, Refusal: true,
 			Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", runID)}, sec)
 	}
-	tools, err := connectMCP(context.Background(), prog, agent, wd, filepath.Join(filepath.Dir(st.Path()), "logs", runID+".mcp.log"))
+	tools, err := connectMCP(context.Background(), prog, agent, wd, filepath.Join(filepath.Dir(st.Path()), "logs", runID+".mcp.log"), sec)
 	if err != nil {
 		return agentFailure(e, f, ExitFailed, runtime.CodeMCPError, sec.redact(fmt.Sprintf("MCP servers of agent %s: %v", agent.Name, err)))
 	}
@@ -233,7 +242,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		Store:            st,
 		Provider:         prov.provider,
 		Executors:        execs,
-		Secrets:          sec.env,
+		Secrets:          sec.toolSecrets(),
 		Observe:          display.observe,
 		ToolLog:          toolLogOpener(st.Path(), sec),
 		SandboxAvailable: sandboxAvailable(detect),
@@ -417,8 +426,21 @@ func toolLogOpener(storePath string, sec *secretSet) func(string) runtime.ToolLo
 		if err != nil {
 			return nil
 		}
-		return &redactedLog{WriteCloser: sec.set.RedactWriter(fh), file: fh}
+		return &redactedLog{WriteCloser: sec.redactor.Writer(fh), file: fh}
 	}
+}
+
+// redactedEnv is e with stdout and stderr passed through the run's
+// redactor; closeOutput flushes them.
+func redactedEnv(e *env, sec *secretSet) *env {
+	re := *e
+	out, errw := sec.redactor.Writer(e.stdout), sec.redactor.Writer(e.stderr)
+	re.stdout, re.stderr = out, errw
+	re.flush = func() {
+		_ = errw.Close()
+		_ = out.Close()
+	}
+	return &re
 }
 
 // redactedLog removes secret values from what tools print before it reaches

@@ -4,12 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/fatih/color"
-	"github.com/mattn/go-isatty"
 
 	"github.com/nexa-run/nexa/internal/lang"
 )
@@ -26,11 +24,7 @@ func colorEnabled(e *env, w io.Writer) bool {
 	if e.getenv("NO_COLOR") != "" {
 		return false
 	}
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+	return isTerminal(w)
 }
 
 func newDiagStyle(on bool) *diagStyle {

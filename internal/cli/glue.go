@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/nexa-run/nexa/internal/compile"
@@ -16,6 +15,7 @@ import (
 	"github.com/nexa-run/nexa/internal/runtime/sandbox"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 	"github.com/nexa-run/nexa/internal/store"
+	"github.com/nexa-run/nexa/internal/toolenv"
 )
 
 // storeHandle is a run store that can say where it lives (for messages and
@@ -62,17 +62,11 @@ func executors(e *env, detect func() (*sandbox.Bwrap, error)) (map[compile.BodyK
 	}, py
 }
 
-// toolEnv is the environment tools start with: this process's, without
-// nexa's own provider key, which is for the model and not for tools.
+// toolEnv is the environment Python and shell tools start with: the least
+// environment of toolenv.Tool, never nexa's whole one (provider keys,
+// credentials) — see docs/tools.md.
 func toolEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "NEXA_API_KEY=") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
+	return toolenv.Tool(os.Environ())
 }
 
 // sandboxDetector finds the isolation backend: NEXA_BWRAP names the

@@ -49,7 +49,11 @@ func mcpSpecs(prog *compile.Program, agent *compile.Agent) []string {
 
 // connectMCP starts the agent's MCP servers and lists their tools. An agent
 // without servers gets back its own declaration untouched.
-func connectMCP(ctx context.Context, prog *compile.Program, agent *compile.Agent, wd, logPath string) (*agentTools, error) {
+//
+// The servers' stderr and SDK warnings go to the log at logPath through
+// the run's redactor; $NAME in a server's VAR=value assignments resolves
+// from the secrets tools may read.
+func connectMCP(ctx context.Context, prog *compile.Program, agent *compile.Agent, wd, logPath string, sec *secretSet) (*agentTools, error) {
 	specs := mcpSpecs(prog, agent)
 	at := &agentTools{agent: agent}
 	if len(specs) == 0 {
@@ -58,10 +62,11 @@ func connectMCP(ctx context.Context, prog *compile.Program, agent *compile.Agent
 	var log io.Writer
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err == nil {
 		if fh, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
-			log, at.log = fh, fh
+			rl := &redactedLog{WriteCloser: sec.redactor.Writer(fh), file: fh}
+			log, at.log = rl, rl
 		}
 	}
-	mgr := mcptool.NewManager(mcptool.Options{WorkDir: wd, Log: log, ClientName: "nexa", ClientVersion: Version})
+	mgr := mcptool.NewManager(mcptool.Options{WorkDir: wd, Log: log, Secret: sec.lookupToolSecret(), ClientName: "nexa", ClientVersion: Version})
 	if err := mgr.Connect(ctx, specs...); err != nil {
 		mgr.Close()
 		at.close()

@@ -14,8 +14,16 @@ import (
 	"github.com/nexa-run/nexa/internal/runtime"
 )
 
-// isTerminal reports whether w is a terminal (only *os.File can be).
+// isTerminal reports whether w is a terminal (only *os.File can be), looking
+// through wrappers such as the redacting writer of stdout and stderr.
 func isTerminal(w io.Writer) bool {
+	for {
+		u, ok := w.(interface{ Unwrap() io.Writer })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
 	f, ok := w.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }

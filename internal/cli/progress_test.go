@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/secrets"
 )
 
 // lockedBuffer lets the spinner goroutine and the test share a buffer.
@@ -85,3 +87,22 @@ func TestProgressPlainAndQuiet(t *testing.T) {
 type errTest string
 
 func (e errTest) Error() string { return string(e) }
+
+// Redacting stdout and stderr must not turn off the live display and
+// colours of a terminal.
+func TestTerminalSeenThroughTheRedactor(t *testing.T) {
+	tty, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer tty.Close()
+	if !isTerminal(tty) {
+		t.Skip("/dev/ptmx is not a terminal here")
+	}
+	if !isTerminal(secrets.NewRedactor("sk-secret").Writer(tty)) {
+		t.Fatal("a terminal behind the redactor is not seen as one")
+	}
+	if isTerminal(secrets.NewRedactor("sk-secret").Writer(&lockedBuffer{})) {
+		t.Fatal("a buffer behind the redactor is seen as a terminal")
+	}
+}

@@ -108,7 +108,7 @@ func resolveProvider(e *env, f *agentFlags, prog *compile.Program, agent *compil
 		}
 		p, err = provider.NewOpenAI(provider.OpenAIConfig{BaseURL: or(baseURL, provider.DefaultOpenAIBaseURL), APIKey: key, Model: name})
 	}
-	sec.addSecret(key)
+	sec.setProvider(prefix, key)
 	if err != nil {
 		return nil, err
 	}

@@ -57,6 +57,19 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	// environ lists the whole environment, for redaction of every
+	// secret-named variable; nil means none.
+	environ func() []string
+	// flush, when set, forwards what stdout and stderr wrappers still
+	// hold (see redactedEnv).
+	flush func()
+}
+
+// closeOutput flushes wrapped stdout and stderr.
+func (e *env) closeOutput() {
+	if e.flush != nil {
+		e.flush()
+	}
 }
 
 // Main runs the nexa command line and returns the process exit code.
@@ -69,7 +82,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 			code = ExitFailed
 		}
 	}()
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, environ: os.Environ}
 	root := newRootCmd(e)
 	root.SetArgs(args)
 	err := root.Execute()

@@ -9,14 +9,23 @@ import (
 )
 
 // secretSet is what the CLI knows of secrets: lookups for provider
-// configuration, the map handed to tools, and redaction of every known
-// secret value from what it prints.
+// configuration, the secrets handed to tools, and the one redactor that
+// knows every secret value of the run.
 type secretSet struct {
 	set        *secrets.Set
 	activeName string
-	env        map[string]string
-	redactor   func(string) string
-	extra      []string
+	// env is the active view of the secrets files (flat keys, default
+	// block, active block), before provider keys are taken out.
+	env map[string]string
+	// values are every value to redact: the secrets files, the
+	// environment's secret-named variables and URL passwords, the
+	// provider key, a --store password.
+	values   []string
+	redactor *secrets.Redactor
+	// providerKey and providerPrefix are the run's model key and the
+	// upper-cased prefix of a prefixed model ("DEEPSEEK").
+	providerKey    string
+	providerPrefix string
 }
 
 // loadSecrets reads the program's secrets files (secrets.nxs beside the main
@@ -35,7 +44,20 @@ func loadSecrets(e *env, prog *compile.Program) (*secretSet, error) {
 	if active == "" {
 		active = secrets.DefaultBlock
 	}
-	return &secretSet{set: set, activeName: active, env: set.Env(prog.ActiveConfig), redactor: set.Redactor()}, nil
+	s := &secretSet{set: set, activeName: active, env: set.Env(prog.ActiveConfig)}
+	s.values = append(set.Strings(), environSecrets(e)...)
+	s.redactor = secrets.NewRedactor(s.values...)
+	return s, nil
+}
+
+// environSecrets are the values of the environment that must never be
+// shown: every secret-named variable (used by this run or not) and every
+// URL password.
+func environSecrets(e *env) []string {
+	if e.environ == nil {
+		return nil
+	}
+	return secrets.EnvValues(e.environ())
 }
 
 func (s *secretSet) block(name, key string) string {
@@ -52,12 +74,29 @@ func (s *secretSet) activeMapValue(key, sub string) string {
 	return s.block(s.activeName, key+"."+sub)
 }
 
-// addSecret registers a value that is not in a secrets file (an API key from
-// the environment) to be redacted too.
-func (s *secretSet) addSecret(v string) {
-	if len(v) >= secrets.MinRedactLen {
-		s.extra = append(s.extra, v)
+// addSecret registers values that are not in a secrets file nor a
+// secret-named variable (a --store URL password) to be redacted too.
+func (s *secretSet) addSecret(vs ...string) {
+	var add []string
+	for _, v := range vs {
+		if len(v) >= secrets.MinRedactLen {
+			add = append(add, v)
+		}
 	}
+	if len(add) == 0 {
+		return
+	}
+	s.values = append(s.values, add...)
+	s.redactor = secrets.NewRedactor(s.values...)
+}
+
+// setProvider records the run's provider key (redacted everywhere and
+// withheld from tools) and the prefix of a prefixed model, whose
+// PREFIX_API_KEY tools never see either.
+func (s *secretSet) setProvider(prefix, key string) {
+	s.providerKey = key
+	s.providerPrefix = strings.ToUpper(prefix)
+	s.addSecret(key)
 }
 
 // redact replaces every known secret value in text.
@@ -65,11 +104,46 @@ func (s *secretSet) redact(text string) string {
 	if s == nil {
 		return text
 	}
-	if s.redactor != nil {
-		text = s.redactor(text)
+	return s.redactor.Redact(text)
+}
+
+// isProviderKeyName reports whether a secrets-file key names a model
+// provider's key: API_KEY and NEXA_API_KEY (nexa's own), OPENAI_API_KEY and
+// ANTHROPIC_API_KEY (the two protocols), and PREFIX_API_KEY of the run's
+// prefixed model.
+func (s *secretSet) isProviderKeyName(name string) bool {
+	switch up := strings.ToUpper(name); up {
+	case "API_KEY", "NEXA_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY":
+		return true
+	default:
+		return s.providerPrefix != "" && up == s.providerPrefix+"_API_KEY"
 	}
-	for _, v := range s.extra {
-		text = strings.ReplaceAll(text, v, "[REDACTED]")
+}
+
+// toolSecrets are the secrets tools may read (nexa_secrets in Python, $NAME
+// in an MCP server's VAR=value assignments): the active view of the
+// secrets files without provider keys, by name (isProviderKeyName) or by
+// value (whatever name holds the run's provider key).
+func (s *secretSet) toolSecrets() map[string]string {
+	out := map[string]string{}
+	if s == nil {
+		return out
 	}
-	return text
+	for k, v := range s.env {
+		if s.isProviderKeyName(k) || (s.providerKey != "" && v == s.providerKey) {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// lookupToolSecret resolves a $NAME of an MCP server's spec from
+// toolSecrets.
+func (s *secretSet) lookupToolSecret() func(string) (string, bool) {
+	ts := s.toolSecrets()
+	return func(name string) (string, bool) {
+		v, ok := ts[name]
+		return v, ok
+	}
 }

@@ -73,7 +73,8 @@ type Config struct {
 	ExtraTools []*compile.Tool
 	// MCPServers are recorded in a new run for the resume check.
 	MCPServers []state.MCPServer
-	// Redact removes secret values from text before it is saved: tool
+	// Redact removes secret values from text before it is saved, shown
+	// or sent: model replies (text, call arguments, raw reply), tool
 	// results and error messages. Nil keeps text as it is.
 	Redact func(string) string
 }
@@ -347,7 +348,7 @@ func (d *driver) request(ctx context.Context) (step, error) {
 	d.r.observe(Event{Kind: EventProviderStart, RunID: st.ID, Turn: turn})
 	began := d.r.now()
 	reply, err := d.r.provider.Complete(pctx, req, func(ev provider.Event) {
-		d.r.observe(Event{Kind: EventProviderDelta, RunID: st.ID, Turn: turn, Text: ev.TextDelta})
+		d.r.observe(Event{Kind: EventProviderDelta, RunID: st.ID, Turn: turn, Text: d.r.redact(ev.TextDelta)})
 	})
 	elapsed := d.r.now().Sub(began)
 	if err != nil {
@@ -365,12 +366,12 @@ func (d *driver) request(ctx context.Context) (step, error) {
 	usage := reply.Usage
 	usage.ProviderRequests = 1
 	st.Usage.Add(usage)
-	item := state.ProviderItem{Seq: len(st.ProviderItems), Raw: reply.Raw, Usage: usage, CreatedAt: d.r.now().UTC()}
+	item := state.ProviderItem{Seq: len(st.ProviderItems), Raw: d.r.redactJSON(reply.Raw), Usage: usage, CreatedAt: d.r.now().UTC()}
 	if len(item.Raw) == 0 || !json.Valid(item.Raw) {
 		item.Raw = json.RawMessage("null")
 	}
 	st.ProviderItems = append(st.ProviderItems, item)
-	msg := reply.Message
+	msg := d.r.redactMessage(reply.Message)
 	msg.Role = state.RoleAssistant
 	msg.Seq = len(st.Messages)
 	delta := state.Delta{ProviderItems: []state.ProviderItem{item}}
@@ -391,6 +392,41 @@ func (d *driver) request(ctx context.Context) (step, error) {
 	}
 	failpoint.Hit("after-reply-saved")
 	return stepContinue, nil
+}
+
+// redactMessage removes secret values from a model reply before anything
+// keeps or acts on it: its text and each call's arguments. A model that
+// repeats a key (read from a tool result, or made up to look like one)
+// never gets it saved, printed, sent back, or passed to a tool.
+func (r *Runner) redactMessage(m state.Message) state.Message {
+	m.Content = r.redact(m.Content)
+	if len(m.ToolCalls) > 0 {
+		calls := make([]state.ToolCall, len(m.ToolCalls))
+		for i, c := range m.ToolCalls {
+			c.Arguments = r.redact(c.Arguments)
+			calls[i] = c
+		}
+		m.ToolCalls = calls
+	}
+	return m
+}
+
+// redactJSON redacts a provider's raw reply and keeps it JSON: a
+// replacement that cut through an escape leaves the redacted text as a
+// JSON string instead.
+func (r *Runner) redactJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return raw
+	}
+	out := r.redact(string(raw))
+	if out == string(raw) || json.Valid([]byte(out)) {
+		return json.RawMessage(out)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 func (d *driver) exhausted(ctx context.Context, why string) (step, error) {

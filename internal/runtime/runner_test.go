@@ -604,3 +604,45 @@ func TestDuplicateCallIDsAreMadeUnique(t *testing.T) {
 		seen[e.CallID] = true
 	}
 }
+
+func TestModelRepliesAreRedactedBeforeTheyAreSavedSentOrExecuted(t *testing.T) {
+	const key = "sk-canary-REPLY-0001"
+	h := newHarness(t,
+		assistant(call("c1", "lookup", `{"q":"`+key+`"}`)),
+		answer("the key is "+key))
+	var got []string
+	h.exec.fn = func(inv Invocation) (Outcome, error) {
+		got = append(got, string(inv.Arguments))
+		return Outcome{Output: "looked up", Success: true}, nil
+	}
+	r, err := NewRunner(Config{
+		Program: h.prog, Agent: h.prog.Agents[0], Store: h.store, Provider: h.prov,
+		Executors: map[compile.BodyKind]Executor{compile.BodyPython: h.exec},
+		Redact:    func(s string) string { return strings.ReplaceAll(s, key, "[REDACTED]") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := r.Start(context.Background(), NewRun{Task: "find it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != state.StatusCompleted {
+		t.Fatalf("status %s", st.Status)
+	}
+	if len(got) != 1 || got[0] != `{"q":"[REDACTED]"}` {
+		t.Errorf("the tool got %q, want the redacted arguments", got)
+	}
+	if out := string(st.Output); !strings.Contains(out, "the key is [REDACTED]") {
+		t.Errorf("output %s", out)
+	}
+	for id, b := range h.store.runs {
+		if strings.Contains(string(b), key) {
+			t.Errorf("run %s saved the key: %s", id, b)
+		}
+	}
+	req, _ := json.Marshal(h.prov.last)
+	if strings.Contains(string(req), key) {
+		t.Errorf("the key was sent back to the model: %s", req)
+	}
+}

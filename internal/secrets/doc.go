@@ -13,6 +13,10 @@
 //   - formatting a Value, a File or a Set with fmt (%v, %s, %#v) prints
 //     "[REDACTED]" or the shape only; values come out only through explicit
 //     accessors (Value.String, Value.Map, Set.Lookup, Set.Env);
-//   - Redactor and RedactWriter replace every secret string in text that is
-//     about to be shown (provider errors, tool logs).
+//   - a Redactor (NewRedactor) replaces every known secret value — the
+//     set's strings, the model key, the values of secret-named environment
+//     variables (IsSecretName, EnvValues) and URL passwords — in text that
+//     is about to be stored, logged, printed or sent, and its Writer does
+//     the same for a stream (tool logs, MCP server stderr, nexa's stdout
+//     and stderr).
 package secrets

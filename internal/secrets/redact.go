@@ -16,18 +16,40 @@ const redacted = "[REDACTED]"
 // ("1", "yes", "gpt") would shred ordinary text and reveal little.
 const MinRedactLen = 4
 
-// Redactor returns a function that replaces every occurrence of every
-// string value of the set (of at least MinRedactLen bytes; map entries and
-// list elements included) with "[REDACTED]", longest values first, and
-// also their JSON-escaped forms, since provider error bodies quote requests
-// as JSON. The CLI applies it to provider error messages and logs. A nil
-// or empty set gives the identity function.
-func (s *Set) Redactor() func(string) string {
-	r := newReplacer(s.Strings())
-	if r == nil {
-		return func(text string) string { return text }
+// Redactor replaces every known secret value in text nexa is about to
+// store, log, print or send: one Redactor holds every value a run must not
+// reveal (secrets files, provider keys, database passwords), so each
+// boundary applies the same list instead of its own special case. Values
+// shorter than MinRedactLen are ignored. Its zero value and a nil
+// *Redactor redact nothing. A Redactor is immutable, so it is safe for
+// concurrent use.
+type Redactor struct {
+	needles []string
+	r       *strings.Replacer
+}
+
+// NewRedactor returns a Redactor of values: each value and its JSON-escaped
+// form (provider bodies and stored JSON quote text as JSON) is replaced by
+// "[REDACTED]", longest first, so a value containing another never leaves
+// a fragment behind.
+func NewRedactor(values ...string) *Redactor {
+	ns := needles(values)
+	if len(ns) == 0 {
+		return &Redactor{}
 	}
-	return r.Replace
+	pairs := make([]string, 0, 2*len(ns))
+	for _, n := range ns {
+		pairs = append(pairs, n, redacted)
+	}
+	return &Redactor{needles: ns, r: strings.NewReplacer(pairs...)}
+}
+
+// Redact returns text with every known value replaced.
+func (r *Redactor) Redact(text string) string {
+	if r == nil || r.r == nil {
+		return text
+	}
+	return r.r.Replace(text)
 }
 
 // needles lists what to replace: each value and its JSON-escaped form,
@@ -56,31 +78,17 @@ func needles(values []string) []string {
 	return out
 }
 
-func newReplacer(values []string) *strings.Replacer {
-	ns := needles(values)
-	if len(ns) == 0 {
-		return nil
+// Writer returns a writer that redacts a stream before passing it to w,
+// such as a tool's log or nexa's own stderr. It forwards text as each line
+// (or carriage-return-ended progress line) completes, a line longer than
+// 64 KiB in pieces, never cutting through a secret or forwarding a tail
+// that could be the start of one. Close flushes the last partial line (it
+// does not close w). Safe for concurrent use.
+func (r *Redactor) Writer(w io.Writer) io.WriteCloser {
+	if r == nil {
+		r = &Redactor{}
 	}
-	pairs := make([]string, 0, 2*len(ns))
-	for _, n := range ns {
-		pairs = append(pairs, n, redacted)
-	}
-	return strings.NewReplacer(pairs...)
-}
-
-// RedactWriter returns a writer that redacts the set's values (as
-// Redactor) from a stream before passing it to w, such as a tool's log.
-// It forwards whole lines as they complete (a line longer than 64 KiB in
-// pieces), never cutting through a secret or forwarding a tail that could
-// be the start of one. Close flushes the last
-// partial line (it does not close w). Safe for concurrent use.
-func (s *Set) RedactWriter(w io.Writer) io.WriteCloser {
-	ns := needles(s.Strings())
-	rw := &redactWriter{w: w, needles: ns}
-	if len(ns) > 0 {
-		rw.r = newReplacer(s.Strings())
-	}
-	return rw
+	return &redactWriter{w: w, r: r.r, needles: r.needles}
 }
 
 const redactChunk = 64 << 10
@@ -110,7 +118,7 @@ func (rw *redactWriter) Write(p []byte) (int, error) {
 			}
 		}
 	}
-	cut := bytes.LastIndexByte(rw.buf[:limit], '\n') + 1
+	cut := lastLineEnd(rw.buf[:limit]) + 1
 	if cut == 0 && limit > redactChunk {
 		cut = limit
 	}
@@ -122,6 +130,11 @@ func (rw *redactWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// lastLineEnd is the index of the last '\n' or '\r' in b, or -1.
+func lastLineEnd(b []byte) int {
+	return max(bytes.LastIndexByte(b, '\n'), bytes.LastIndexByte(b, '\r'))
 }
 
 // safeCut moves cut back until no occurrence of a needle spans it.
@@ -149,6 +162,10 @@ func (rw *redactWriter) emit(n int) error {
 	_, err := io.WriteString(rw.w, out)
 	return err
 }
+
+// Unwrap returns the writer the redacted stream goes to, so a caller can
+// still tell whether it is a terminal.
+func (rw *redactWriter) Unwrap() io.Writer { return rw.w }
 
 // Close forwards whatever is buffered.
 func (rw *redactWriter) Close() error {

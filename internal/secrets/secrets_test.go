@@ -331,7 +331,7 @@ config prod { SHARED = "prod", PROD_ONLY = "p", GONE = null }
 		t.Errorf("Env(nonexistent)[SHARED] = %q", got)
 	}
 	var nilSet *Set
-	if len(nilSet.Env("x")) != 0 || nilSet.Redactor()("abcd") != "abcd" || nilSet.HasBlock("x") {
+	if len(nilSet.Env("x")) != 0 || NewRedactor(nilSet.Strings()...).Redact("abcd") != "abcd" || nilSet.HasBlock("x") {
 		t.Errorf("nil set is not empty")
 	}
 	if _, ok := nilSet.Lookup("", "x"); ok {
@@ -347,7 +347,7 @@ NUM = 123456
 QUOTED = "pa\"ss\\word"
 config default { KEY2 = "sk-ZZtop", MODEL_NAME = { "strong": "model-one" } }
 `)
-	redact := Merge(f).Redactor()
+	redact := NewRedactor(Merge(f).Strings()...).Redact
 	in := `error 401: invalid key ` + distinctive + ` (prefix sk-ZZtop), model model-one, abc, 123456, body {"key":"pa\"ss\\word"}`
 	got := redact(in)
 	want := `error 401: invalid key [REDACTED] (prefix [REDACTED]), model [REDACTED], abc, 123456, body {"key":"[REDACTED]"}`
@@ -357,7 +357,7 @@ config default { KEY2 = "sk-ZZtop", MODEL_NAME = { "strong": "model-one" } }
 	if strings.Contains(got, "ZZtop") {
 		t.Fatalf("partial secret left: %s", got)
 	}
-	if Merge().Redactor()("unchanged") != "unchanged" {
+	if NewRedactor(Merge().Strings()...).Redact("unchanged") != "unchanged" {
 		t.Fatalf("empty set changed text")
 	}
 }
@@ -366,7 +366,7 @@ func TestRedactWriter(t *testing.T) {
 	pem := "-----BEGIN KEY-----\nMIIEabc\n-----END KEY-----"
 	f := mustParse(t, "API_KEY = \""+distinctive+"\"\nPEM = \"\"\""+pem+"\"\"\"\n")
 	var out bytes.Buffer
-	w := Merge(f).RedactWriter(&out)
+	w := NewRedactor(Merge(f).Strings()...).Writer(&out)
 	stream := "start " + distinctive + " middle\n" + pem + " end\npartial " + distinctive
 	// Feed byte by byte: secrets are split across every possible boundary.
 	for i := 0; i < len(stream); i++ {
@@ -387,7 +387,7 @@ func TestRedactWriter(t *testing.T) {
 
 	// A very long line without newline is forwarded in pieces, redacted.
 	out.Reset()
-	w = Merge(f).RedactWriter(&out)
+	w = NewRedactor(Merge(f).Strings()...).Writer(&out)
 	long := strings.Repeat("x", 70<<10) + distinctive + strings.Repeat("y", 70<<10)
 	for i := 0; i < len(long); i += 1000 {
 		_, _ = w.Write([]byte(long[i:min(i+1000, len(long))]))

@@ -16,10 +16,13 @@
 //     single quotes, double quotes and backslashes and started directly,
 //     never through a shell; unquoted shell operators (| & ; < > ` and $
 //     expansions) are refused, because they would silently become literal
-//     arguments. The child runs in Options.WorkDir (the run's working
-//     directory) with nexa's environment plus Options.Env, in a process
-//     group of its own; its stderr goes to Options.Log and its last 4 KiB
-//     into error messages.
+//     arguments. Leading VAR=value words are assignments, as in a shell,
+//     and only there $NAME / ${NAME} is expanded, from Options.Secret.
+//     The child runs in Options.WorkDir (the run's working directory) with
+//     the least environment (toolenv.MCP: what the MCP SDKs pass by
+//     default), Options.Env and the assignments, never nexa's whole one,
+//     in a process group of its own; its stderr goes to Options.Log and
+//     its last 4 KiB into error messages.
 //
 // Anything else is refused with a message saying what to write.
 //

@@ -42,10 +42,15 @@ type Options struct {
 	// working directory, so relative paths in a spec ("stdio:python3
 	// server.py") mean what they mean to the author of the run.
 	WorkDir string
-	// Env are extra KEY=VALUE entries for stdio children, on top of
-	// nexa's own environment (later entries win), for example secrets a
-	// server needs.
+	// Env are extra KEY=VALUE entries for stdio children, on top of the
+	// safe defaults of toolenv.MCP and below the spec's own assignments
+	// (later entries win). Nothing else of nexa's environment reaches a
+	// child.
 	Env []string
+	// Secret resolves a $NAME in a spec's VAR=value assignment: the
+	// program's tool secrets (never a provider key). Nil resolves nothing,
+	// so a spec that refers to a secret fails to start.
+	Secret func(name string) (string, bool)
 	// Log receives what stdio children write to stderr, and SDK warnings.
 	// It may be written from several goroutines (one per server); nil
 	// discards it (the last 4 KiB are still kept for error messages).

@@ -33,6 +33,12 @@ type Spec struct {
 	// a shell would split simple quoting, but never run by a shell.
 	Command string
 	Args    []string
+	// Env are the VAR=value assignments written before the command, as in
+	// a shell ("stdio:GITHUB_TOKEN=$GH_TOKEN server"): the only variables
+	// the server receives besides the safe defaults. A $NAME in a value
+	// names a secret of the program's secrets files, so the secret itself
+	// never appears in the .nx file or in the run.
+	Env []EnvVar
 }
 
 // String returns the spec as written, for messages.
@@ -59,34 +65,121 @@ func ParseSpec(s string) (Spec, error) {
 		}
 		return Spec{Raw: raw, Transport: TransportHTTP, URL: raw}, nil
 	case strings.HasPrefix(lower, "stdio:"):
-		words, err := splitCommand(raw[len("stdio:"):])
-		if err != nil {
-			return Spec{}, fmt.Errorf("mcptool: MCP server %q: %w", raw, err)
-		}
-		if len(words) == 0 || words[0] == "" {
-			return Spec{}, fmt.Errorf("mcptool: MCP server %q names no command; write \"stdio:COMMAND ARGS…\"", raw)
-		}
-		return Spec{Raw: raw, Transport: TransportStdio, Command: words[0], Args: words[1:]}, nil
+		return parseStdio(raw)
 	case raw == "":
 		return Spec{}, errors.New(`mcptool: empty MCP server spec; write "stdio:COMMAND ARGS…" or an http:// / https:// URL`)
 	}
 	return Spec{}, fmt.Errorf(`mcptool: unsupported MCP server spec %q; write "stdio:COMMAND ARGS…" or an http:// / https:// URL`, raw)
 }
 
+// word is one word of a stdio command line: its pieces in order, each
+// literal text or a $NAME reference, with whether the text was quoted.
+type word []piece
+
+type piece struct {
+	text   string
+	ref    bool // text is the NAME of a $NAME or ${NAME} reference
+	quoted bool
+}
+
+// literal is the word's text with references written back as $NAME, for
+// words where references are not expanded.
+func (w word) literal() string {
+	var b strings.Builder
+	for _, p := range w {
+		b.WriteString(p.text)
+	}
+	return b.String()
+}
+
+// assignment splits a NAME=VALUE word (NAME unquoted, as in a shell) into
+// the variable name and its value pieces.
+func (w word) assignment() (string, word, bool) {
+	if len(w) == 0 || w[0].ref || w[0].quoted {
+		return "", nil, false
+	}
+	name, rest, ok := strings.Cut(w[0].text, "=")
+	if !ok || !isName(name) {
+		return "", nil, false
+	}
+	value := word{}
+	if rest != "" {
+		value = append(value, piece{text: rest})
+	}
+	return name, append(value, w[1:]...), true
+}
+
+func (w word) hasRef() (string, bool) {
+	for _, p := range w {
+		if p.ref {
+			return p.text, true
+		}
+	}
+	return "", false
+}
+
+func isName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // splitCommand splits a command line into words: blanks separate words,
 // '…' is literal, "…" is literal except for \" \\ \$ \` and \newline, a
 // backslash outside quotes escapes the next character, and adjacent pieces
 // join ('a'"b"c is one word). Shell operators outside quotes are errors.
-func splitCommand(line string) ([]string, error) {
+// $NAME and ${NAME}, unquoted or in double quotes, become references; the
+// caller decides where they are allowed.
+func splitCommand(line string) ([]word, error) {
 	var (
-		words  []string
-		cur    strings.Builder
+		words  []word
+		cur    word
 		inWord bool
 		rs     = []rune(line)
 	)
+	add := func(text string, quoted bool) {
+		inWord = true
+		if n := len(cur); n > 0 && !cur[n-1].ref && cur[n-1].quoted == quoted {
+			cur[n-1].text += text
+			return
+		}
+		cur = append(cur, piece{text: text, quoted: quoted})
+	}
+	// ref reads $NAME or ${NAME} at rs[i] (a '$'), returning the index of
+	// its last rune, or -1 when there is no reference there.
+	ref := func(i int) (string, int) {
+		j := i + 1
+		if j < len(rs) && rs[j] == '{' {
+			k := j + 1
+			for k < len(rs) && rs[k] != '}' {
+				k++
+			}
+			if k < len(rs) && isName(string(rs[j+1:k])) {
+				return string(rs[j+1 : k]), k
+			}
+			return "", -1
+		}
+		k := j
+		for k < len(rs) && (rs[k] == '_' || rs[k] >= 'a' && rs[k] <= 'z' || rs[k] >= 'A' && rs[k] <= 'Z' || k > j && rs[k] >= '0' && rs[k] <= '9') {
+			k++
+		}
+		if k == j {
+			return "", -1
+		}
+		return string(rs[j:k]), k - 1
+	}
 	flush := func() {
-		words = append(words, cur.String())
-		cur.Reset()
+		if cur == nil {
+			cur = word{}
+		}
+		words = append(words, cur)
+		cur = nil
 		inWord = false
 	}
 	for i := 0; i < len(rs); i++ {
@@ -97,7 +190,6 @@ func splitCommand(line string) ([]string, error) {
 				flush()
 			}
 		case r == '\'':
-			inWord = true
 			j := i + 1
 			for j < len(rs) && rs[j] != '\'' {
 				j++
@@ -105,7 +197,7 @@ func splitCommand(line string) ([]string, error) {
 			if j == len(rs) {
 				return nil, errors.New("unterminated single quote in the command")
 			}
-			cur.WriteString(string(rs[i+1 : j]))
+			add(string(rs[i+1:j]), true)
 			i = j
 		case r == '"':
 			inWord = true
@@ -113,15 +205,25 @@ func splitCommand(line string) ([]string, error) {
 			for ; j < len(rs) && rs[j] != '"'; j++ {
 				if rs[j] == '\\' && j+1 < len(rs) && strings.ContainsRune("\"\\$`\n", rs[j+1]) {
 					if rs[j+1] != '\n' {
-						cur.WriteRune(rs[j+1])
+						add(string(rs[j+1]), true)
 					}
 					j++
 					continue
 				}
-				cur.WriteRune(rs[j])
+				if rs[j] == '$' {
+					if name, end := ref(j); end >= 0 {
+						cur = append(cur, piece{text: name, ref: true, quoted: true})
+						j = end
+						continue
+					}
+				}
+				add(string(rs[j]), true)
 			}
 			if j == len(rs) {
 				return nil, errors.New("unterminated double quote in the command")
+			}
+			if cur == nil {
+				cur = word{}
 			}
 			i = j
 		case r == '\\':
@@ -132,19 +234,95 @@ func splitCommand(line string) ([]string, error) {
 			if rs[i] == '\n' { // line continuation
 				continue
 			}
+			add(string(rs[i]), true)
+		case r == '$' && i+1 < len(rs) && isExpansionStart(rs[i+1]):
+			name, end := ref(i)
+			if end < 0 {
+				return nil, fmt.Errorf("unquoted %q in the command: it is started without a shell, so expansions other than $NAME in a VAR=value assignment do not work; quote it to pass it literally", "$")
+			}
 			inWord = true
-			cur.WriteRune(rs[i])
-		case strings.ContainsRune("|&;<>`", r), r == '$' && i+1 < len(rs) && isExpansionStart(rs[i+1]):
-			return nil, fmt.Errorf("unquoted %q in the command: it is started without a shell, so pipes, redirections, command lists and expansions do not work; quote it to pass it literally, pass values through the environment, or wrap the command in a script", string(r))
+			cur = append(cur, piece{text: name, ref: true})
+			i = end
+		case strings.ContainsRune("|&;<>`", r):
+			return nil, fmt.Errorf("unquoted %q in the command: it is started without a shell, so pipes, redirections, command lists and expansions do not work; quote it to pass it literally, pass values through VAR=value assignments, or wrap the command in a script", string(r))
 		default:
-			inWord = true
-			cur.WriteRune(r)
+			add(string(r), false)
 		}
 	}
 	if inWord {
 		flush()
 	}
 	return words, nil
+}
+
+// parseStdio reads the words after "stdio:": leading VAR=value
+// assignments, then the command and its arguments.
+func parseStdio(raw string) (Spec, error) {
+	words, err := splitCommand(raw[len("stdio:"):])
+	if err != nil {
+		return Spec{}, fmt.Errorf("mcptool: MCP server %q: %w", raw, err)
+	}
+	sp := Spec{Raw: raw, Transport: TransportStdio}
+	for len(words) > 0 {
+		name, value, ok := words[0].assignment()
+		if !ok {
+			break
+		}
+		sp.Env = append(sp.Env, EnvVar{Name: name, value: value})
+		words = words[1:]
+	}
+	if len(words) == 0 || words[0].literal() == "" {
+		return Spec{}, fmt.Errorf("mcptool: MCP server %q names no command; write \"stdio:COMMAND ARGS…\"", raw)
+	}
+	args := make([]string, 0, len(words))
+	for _, w := range words {
+		if name, ok := w.hasRef(); ok {
+			return Spec{}, fmt.Errorf("mcptool: MCP server %q: unquoted \"$\" of $%s: the command is started without a shell, and $NAME is only expanded in a VAR=value assignment before the command (write VAR=$%s COMMAND …); quote it to pass it literally", raw, name, name)
+		}
+		args = append(args, w.literal())
+	}
+	sp.Command, sp.Args = args[0], args[1:]
+	return sp, nil
+}
+
+// EnvVar is one VAR=value assignment before a stdio server's command.
+type EnvVar struct {
+	// Name is the variable set in the server's environment.
+	Name  string
+	value word
+}
+
+// Refs lists the names the value refers to as $NAME, in order.
+func (v EnvVar) Refs() []string {
+	var names []string
+	for _, p := range v.value {
+		if p.ref {
+			names = append(names, p.text)
+		}
+	}
+	return names
+}
+
+// Resolve renders the value, looking each $NAME up with lookup (the
+// program's tool secrets); a name lookup does not know is an error that
+// names it, never a value.
+func (v EnvVar) Resolve(lookup func(name string) (string, bool)) (string, error) {
+	var b strings.Builder
+	for _, p := range v.value {
+		if !p.ref {
+			b.WriteString(p.text)
+			continue
+		}
+		val, ok := "", false
+		if lookup != nil {
+			val, ok = lookup(p.text)
+		}
+		if !ok {
+			return "", fmt.Errorf("%s=$%s: no secret %s in the secrets files (secrets.nxs, NEXA_SECRETS) that a tool may read", v.Name, p.text, p.text)
+		}
+		b.WriteString(val)
+	}
+	return b.String(), nil
 }
 
 // isExpansionStart reports whether the rune after a '$' would make a shell

@@ -193,3 +193,66 @@ func TestTailBufferAndLastLines(t *testing.T) {
 		t.Errorf("lastLines = %q", got)
 	}
 }
+
+func TestSpecAssignmentsGiveAServerItsOwnSecrets(t *testing.T) {
+	sp, err := ParseSpec(`stdio:GITHUB_PERSONAL_ACCESS_TOKEN=$GH_TOKEN AUTH="Bearer ${API}" LEVEL=debug EMPTY= npx -y server --flag=$ 'A=$B'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.Command != "npx" || !reflect.DeepEqual(sp.Args, []string{"-y", "server", "--flag=$", "A=$B"}) {
+		t.Fatalf("command %q args %q", sp.Command, sp.Args)
+	}
+	secrets := map[string]string{"GH_TOKEN": "ghp_1", "API": "k2"}
+	lookup := func(n string) (string, bool) { v, ok := secrets[n]; return v, ok }
+	env, err := serverEnv(sp, Options{Secret: lookup, Env: []string{"LEVEL=overridden-by-spec"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail := env[len(env)-5:]
+	want := []string{"LEVEL=overridden-by-spec", "GITHUB_PERSONAL_ACCESS_TOKEN=ghp_1", "AUTH=Bearer k2", "LEVEL=debug", "EMPTY="}
+	if !reflect.DeepEqual(tail, want) {
+		t.Fatalf("env tail %q, want %q", tail, want)
+	}
+	if refs := sp.Env[1].Refs(); !reflect.DeepEqual(refs, []string{"API"}) {
+		t.Errorf("refs %q", refs)
+	}
+
+	// A missing secret names the variable, never a value; no lookup at all
+	// resolves nothing.
+	_, err = serverEnv(sp, Options{Secret: func(n string) (string, bool) {
+		if n == "GH_TOKEN" {
+			return "ghp_1", true
+		}
+		return "", false
+	}})
+	if err == nil || !strings.Contains(err.Error(), "AUTH=$API") || strings.Contains(err.Error(), "ghp_1") {
+		t.Fatalf("missing secret: %v", err)
+	}
+	if _, err := serverEnv(sp, Options{}); err == nil {
+		t.Fatal("a spec with $NAME started without a secret lookup")
+	}
+
+	// Only what the SDKs pass by default comes from nexa's environment.
+	t.Setenv("OPENAI_API_KEY", "sk-must-not-pass")
+	t.Setenv("LANG", "C.UTF-8")
+	env, err = serverEnv(Spec{Command: "srv"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(env, "\n")
+	if strings.Contains(joined, "sk-must-not-pass") || !strings.Contains(joined, "LANG=C.UTF-8") {
+		t.Fatalf("server env %q", env)
+	}
+
+	for in, want := range map[string]string{
+		`stdio:srv X=$Y`:        `"$" of $Y`,
+		`stdio:X=$Y`:            `names no command`,
+		`stdio:X=${1} srv`:      `unquoted "$"`,
+		`stdio:"X=$Y" srv`:      `"$" of $Y`,
+		`stdio:X=a srv "$HOME"`: `"$" of $HOME`,
+	} {
+		if _, err := ParseSpec(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseSpec(%s): %v, want %q", in, err, want)
+		}
+	}
+}

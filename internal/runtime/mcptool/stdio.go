@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nexa-run/nexa/internal/toolenv"
 )
 
 // child is a started stdio server: one process, leader of its own process
@@ -47,7 +49,11 @@ func startChild(spec Spec, opts Options) (*child, error) {
 		return nil, fmt.Errorf("%w (write ./%s to run a program of the working directory)", cmd.Err, spec.Command)
 	}
 	cmd.Dir = opts.WorkDir
-	cmd.Env = append(os.Environ(), opts.Env...)
+	env, err := serverEnv(spec, opts)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	inR, inW, err := os.Pipe()
@@ -185,6 +191,23 @@ func closeAll(fs ...*os.File) {
 	for _, f := range fs {
 		_ = f.Close()
 	}
+}
+
+// serverEnv is the least environment of a stdio server: the variables the
+// MCP SDKs pass by default (toolenv.MCP), Options.Env, then the spec's own
+// VAR=value assignments with their $NAME secrets resolved. Later entries
+// win. Nothing else of nexa's environment (provider keys above all)
+// reaches the server.
+func serverEnv(spec Spec, opts Options) ([]string, error) {
+	env := append(toolenv.MCP(os.Environ()), opts.Env...)
+	for _, v := range spec.Env {
+		val, err := v.Resolve(opts.Secret)
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, v.Name+"="+val)
+	}
+	return env, nil
 }
 
 // waitFor reports whether ch was closed within d.
