@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"time"
 
 	"github.com/nexa-run/nexa/internal/compile"
 	"github.com/nexa-run/nexa/internal/runtime/mcptool"
@@ -49,7 +52,11 @@ func mcpSpecs(prog *compile.Program, agent *compile.Agent) []string {
 
 // connectMCP starts the agent's MCP servers and lists their tools. An agent
 // without servers gets back its own declaration untouched.
-func connectMCP(ctx context.Context, prog *compile.Program, agent *compile.Agent, wd, logPath string) (*agentTools, error) {
+//
+// Connecting is bounded by connectTimeout and by the run's deadline (nil:
+// none), whichever comes first, so a server that never answers cannot hold
+// the run forever.
+func connectMCP(ctx context.Context, prog *compile.Program, agent *compile.Agent, wd, logPath string, connectTimeout time.Duration, deadline *time.Time) (*agentTools, error) {
 	specs := mcpSpecs(prog, agent)
 	at := &agentTools{agent: agent}
 	if len(specs) == 0 {
@@ -61,7 +68,13 @@ func connectMCP(ctx context.Context, prog *compile.Program, agent *compile.Agent
 			log, at.log = fh, fh
 		}
 	}
-	mgr := mcptool.NewManager(mcptool.Options{WorkDir: wd, Log: log, ClientName: "nexa", ClientVersion: Version})
+	if deadline != nil && time.Now().Before(*deadline) {
+		// (A passed deadline is the resume's to report: timed_out.)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, *deadline)
+		defer cancel()
+	}
+	mgr := mcptool.NewManager(mcptool.Options{WorkDir: wd, Log: log, ClientName: "nexa", ClientVersion: Version, ConnectTimeout: connectTimeout})
 	if err := mgr.Connect(ctx, specs...); err != nil {
 		mgr.Close()
 		at.close()
@@ -79,6 +92,22 @@ func connectMCP(ctx context.Context, prog *compile.Program, agent *compile.Agent
 	}
 	at.agent = &filtered
 	return at, nil
+}
+
+// mcpConnectTimeout reads NEXA_MCP_CONNECT_TIMEOUT (seconds or a duration);
+// unset means mcptool.DefaultConnectTimeout.
+func mcpConnectTimeout(e *env) (time.Duration, error) {
+	v := e.getenv("NEXA_MCP_CONNECT_TIMEOUT")
+	if v == "" {
+		return mcptool.DefaultConnectTimeout, nil
+	}
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return time.Duration(n) * time.Second, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return d, nil
+	}
+	return 0, fmt.Errorf("NEXA_MCP_CONNECT_TIMEOUT takes seconds (30) or a duration (1m30s), not %q", v)
 }
 
 func (at *agentTools) close() {

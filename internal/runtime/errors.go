@@ -31,6 +31,8 @@ const (
 	CodeInterrupted        = "interrupted"
 	CodeOutputInvalid      = "output_invalid"
 	CodeStoreError         = "store_error"
+	CodeNoStore            = "no_store"
+	CodeToolClash          = "tool_name_clash"
 	CodeMCPError           = "mcp_error"
 	CodeInternal           = "internal_error"
 )
