@@ -18,6 +18,7 @@ import (
 	"github.com/nexa-run/nexa/internal/compile"
 	"github.com/nexa-run/nexa/internal/lang"
 	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/runtime/mcptool"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 	"github.com/nexa-run/nexa/internal/secrets"
 )
@@ -40,6 +41,10 @@ type agentFlags struct {
 	maxTokens    int
 	output       string
 	quiet        bool
+
+	// stdout guards the one JSON object: the second-signal handler and
+	// the normal end of the command race to print it, and only one may.
+	stdout printOnce
 }
 
 func newAgentCmd(e *env) *cobra.Command {
@@ -61,12 +66,9 @@ Exit codes: 0 completed, 1 failed, 2 usage or input error (nothing written),
 		Example: `  nexa agent review.nx Reviewer "Review the supplied change" --timeout 900
   nexa agent review.nx Reviewer --resume run_01J… --approve call_1
   nexa agent review.nx Reviewer --resume run_01J… --deny call_1 --reason "wrong file"`,
-		Args: func(c *cobra.Command, args []string) error {
-			if len(args) < 2 || len(args) > 3 {
-				return fmt.Errorf("nexa agent needs FILE AGENT and a task (or --resume RUN_ID); got %d arguments", len(args))
-			}
-			return nil
-		},
+		// The number of arguments is checked by runAgent, so that a
+		// wrong count gets the JSON object like every other usage error.
+		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			return runAgent(e, c, &f, args)
 		},
@@ -98,18 +100,36 @@ func agentUsageError(e *env, f *agentFlags, msg string) error {
 	return agentFailure(e, f, ExitUsage, runtime.CodeUsage, msg)
 }
 
+// agentFailure prints the error object and exits with code. When the
+// command names an existing run (--resume), the object carries what the
+// store knows of it; otherwise run_id is null.
 func agentFailure(e *env, f *agentFlags, code int, errCode, msg string) error {
-	if f.output != "text" {
-		writeJSON(e.stdout, errorResult(errCode, msg))
-	}
+	f.stdout.do(func() {
+		if f.output == "text" {
+			return
+		}
+		res := errorResult(errCode, msg)
+		if run := peekRun(e, f.store, f.resume); run != nil {
+			res = resultOf(run, nil, "", hintFlags(run, nil, f.store))
+			res.Error = &state.RunError{Code: errCode, Message: msg}
+		}
+		writeJSON(e.stdout, res)
+	})
 	fmt.Fprintf(e.stderr, "nexa: %s\n", msg)
 	return exitWith(code)
 }
 
 func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	if f.output != "json" && f.output != "text" {
+		given := f.output
 		f.output = "json"
-		return agentUsageError(e, f, fmt.Sprintf("--output must be json or text, not %q", c.Flag("output").Value.String()))
+		return agentUsageError(e, f, fmt.Sprintf("--output must be json or text, not %q", given))
+	}
+	if len(args) < 2 {
+		return agentUsageError(e, f, fmt.Sprintf("nexa agent needs FILE AGENT and a task (or --resume RUN_ID); got %d argument(s) (see 'nexa agent --help')", len(args)))
+	}
+	if len(args) > 3 {
+		return agentUsageError(e, f, fmt.Sprintf("nexa agent takes FILE AGENT and one task; got %d arguments (quote the task: nexa agent %s %s \"the whole task\")", len(args), args[0], args[1]))
 	}
 	file, agentName := args[0], args[1]
 	hasTask := len(args) == 3
@@ -150,9 +170,9 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	} else if fi.IsDir() {
 		return agentFailure(e, f, ExitUsage, runtime.CodeUsage, fmt.Sprintf("%s is a directory, not a .nx file", file))
 	}
-	prog, ok := compileForRun(e, file)
-	if !ok {
-		return agentFailure(e, f, ExitUsage, runtime.CodeCompile, fmt.Sprintf("%s does not compile; see the diagnostics above or run nexa validate %s", file, file))
+	prog, firstErr := compileForRun(e, file)
+	if prog == nil {
+		return agentFailure(e, f, ExitUsage, runtime.CodeCompile, fmt.Sprintf("%s does not compile: %s (run nexa validate %s for every diagnostic)", file, firstErr, file))
 	}
 	agent := prog.Agent(agentName)
 	if agent == nil {
@@ -190,13 +210,29 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	e = redactedEnv(e, sec)
 	defer e.closeOutput()
 	display = progress(e, f.quiet)
+	display.redact = sec.redact
 	defer display.close()
-	st, err := openStore(e, f.store, wd)
+	if f.resume != "" && !validRunID(f.resume) {
+		return finishAgent(e, c, f, nil, nil, file, &runtime.Error{Code: runtime.CodeRunNotFound, Refusal: true,
+			Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", f.resume)}, sec)
+	}
+	st, err := openStore(e, f.store, wd, f.resume == "")
 	if err != nil {
+		var se *storeOpenError
+		if errors.As(err, &se) {
+			if se.code == runtime.CodeNoStore {
+				return agentFailure(e, f, se.exit, runtime.CodeRunNotFound, fmt.Sprintf("no run %s: %s", f.resume, se.msg))
+			}
+			return agentFailure(e, f, se.exit, se.code, se.msg)
+		}
 		return agentFailure(e, f, ExitFailed, runtime.CodeStoreError, err.Error())
 	}
 	defer st.Close()
 
+	runID := f.resume
+	if runID == "" {
+		runID = runtime.NewRunID(time.Now())
+	}
 	stop := make(chan struct{})
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -208,20 +244,29 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		fmt.Fprintln(e.stderr, "nexa: stopping after the current step (signal again to stop at once)")
 		close(stop)
 		if _, ok := <-sigs; ok {
-			os.Exit(ExitInterrupted)
+			stopAtOnce(e, f, st, runID, file)
 		}
 	}()
 
-	runID := f.resume
-	if runID == "" {
-		runID = runtime.NewRunID(time.Now())
-	} else if !validRunID(runID) {
-		return finishAgent(e, c, f, nil, nil, file, &runtime.Error{Code: runtime.CodeRunNotFound, Refusal: true,
-			Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", runID)}, sec)
+	// Connecting to MCP servers is bounded by the connect timeout and by
+	// the run's deadline: the one it will get, or the one it has.
+	deadline := newDeadline(timeout, agent)
+	if f.resume != "" {
+		if run := peekRun(e, f.store, f.resume); run != nil {
+			deadline = run.Config.Deadline
+		}
 	}
-	tools, err := connectMCP(context.Background(), prog, agent, wd, filepath.Join(filepath.Dir(st.Path()), "logs", runID+".mcp.log"), sec)
+	connectTimeout, err := mcpConnectTimeout(e)
 	if err != nil {
-		return agentFailure(e, f, ExitFailed, runtime.CodeMCPError, sec.redact(fmt.Sprintf("MCP servers of agent %s: %v", agent.Name, err)))
+		return agentUsageError(e, f, err.Error())
+	}
+	tools, err := connectMCP(context.Background(), prog, agent, wd, filepath.Join(filepath.Dir(st.Path()), "logs", runID+".mcp.log"), sec, connectTimeout, deadline)
+	if err != nil {
+		code, exit := runtime.CodeMCPError, ExitFailed
+		if errors.Is(err, mcptool.ErrToolClash) {
+			code, exit = runtime.CodeToolClash, ExitUsage
+		}
+		return agentFailure(e, f, exit, code, sec.redact(fmt.Sprintf("MCP servers of agent %s: %v", agent.Name, err)))
 	}
 	defer tools.close()
 	detect := sandboxDetector(e)
@@ -251,20 +296,13 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		Redact:           sec.redact,
 	})
 	if err != nil {
-		return agentFailure(e, f, ExitFailed, runtime.CodeInternal, err.Error())
+		code, rerr := exitCodeForError(err)
+		return agentFailure(e, f, code, rerr.Code, rerr.Message)
 	}
 	ctx := context.Background()
 
 	var run *state.RunState
 	if f.resume == "" {
-		var deadline *time.Time
-		if timeout == 0 && agent.Timeout > 0 {
-			timeout = time.Duration(agent.Timeout) * time.Second
-		}
-		if timeout > 0 {
-			dl := time.Now().UTC().Add(timeout).Truncate(time.Second)
-			deadline = &dl
-		}
 		id := runID
 		release, lerr := lockRun(st.Path(), id)
 		if lerr != nil {
@@ -273,7 +311,8 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		defer release()
 		run, err = runner.Start(ctx, runtime.NewRun{
 			ID: id, Task: args[2], File: file, WorkDir: wd, Deadline: deadline,
-			Budgets: state.Budgets{MaxTurns: f.maxTurns, MaxToolCalls: f.maxToolCalls, MaxTokens: f.maxTokens},
+			Budgets:     state.Budgets{MaxTurns: f.maxTurns, MaxToolCalls: f.maxToolCalls, MaxTokens: f.maxTokens},
+			ResumeFlags: providerFlags(c),
 		})
 	} else {
 		run, err = resumeRun(ctx, e, c, f, st, runner, prog, agentName, prov.identity, wd, timeout, records)
@@ -366,17 +405,22 @@ func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, t
 		var rerr *state.RunError
 		code, rerr = exitCodeForError(err)
 		rerr.Message = sec.redact(rerr.Message)
+		if run == nil {
+			// Found before the run was loaded (a busy run, say):
+			// the store still knows it.
+			run = peekRun(e, f.store, f.resume)
+		}
 		if run != nil {
 			// The run as stored, with the error (for a refusal,
 			// nothing of it changed).
-			res = resultOf(run, tool, file, resumeFlags(c))
+			res = resultOf(run, tool, file, hintFlags(run, providerFlags(c), f.store))
 		} else {
 			res = errorResult(rerr.Code, rerr.Message)
 		}
 		res.Error = rerr
 		fmt.Fprintf(e.stderr, "nexa: %s\n", rerr.Message)
 	} else {
-		res = resultOf(run, tool, file, resumeFlags(c))
+		res = resultOf(run, tool, file, hintFlags(run, providerFlags(c), f.store))
 		if res.Error != nil {
 			res.Error.Message = sec.redact(res.Error.Message)
 			if !f.quiet && run.Status != state.StatusUnknownOutcome {
@@ -385,11 +429,13 @@ func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, t
 		}
 		code = exitCodeFor(run.Status)
 	}
-	if f.output == "text" {
-		printTextResult(e.stdout, res)
-	} else {
-		writeJSON(e.stdout, res)
-	}
+	f.stdout.do(func() {
+		if f.output == "text" {
+			printTextResult(e.stdout, res)
+		} else {
+			writeJSON(e.stdout, res)
+		}
+	})
 	if !f.quiet {
 		printNextSteps(e, res)
 	}
@@ -472,18 +518,32 @@ func validRunID(id string) bool {
 	return len(id) > 4
 }
 
-// resumeFlags are the flags given on this command line that a resume must
-// repeat: the provider identity is resolved from them, and the store is
-// where the run lives.
-func resumeFlags(c *cobra.Command) string {
-	var b strings.Builder
-	for _, name := range []string{"provider", "model", "base-url", "store"} {
+// providerFlags are the flags given on this command line that a resume must
+// repeat because the provider identity is resolved from them. A new run
+// records them, so that every later hint (nexa runs show, approve, resolve)
+// can repeat them too.
+func providerFlags(c *cobra.Command) []string {
+	var out []string
+	for _, name := range []string{"provider", "model", "base-url"} {
 		if fl := c.Flags().Lookup(name); fl != nil && fl.Changed {
-			b.WriteString(" --" + name + " " + shellQuote(fl.Value.String()))
+			out = append(out, "--"+name, fl.Value.String())
 		}
 	}
 	if fl := c.Flags().Lookup("no-stream"); fl != nil && fl.Changed && fl.Value.String() == "true" {
-		b.WriteString(" --no-stream")
+		out = append(out, "--no-stream")
 	}
-	return b.String()
+	return out
+}
+
+// newDeadline is the deadline a new run gets: now + --timeout, else the
+// agent's timeout; nil for none.
+func newDeadline(timeout time.Duration, agent *compile.Agent) *time.Time {
+	if timeout == 0 && agent.Timeout > 0 {
+		timeout = time.Duration(agent.Timeout) * time.Second
+	}
+	if timeout <= 0 {
+		return nil
+	}
+	dl := time.Now().UTC().Add(timeout).Truncate(time.Second)
+	return &dl
 }

@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/nexa-run/nexa/internal/compile"
 	"github.com/nexa-run/nexa/internal/runtime"
@@ -41,13 +44,51 @@ func storePath(e *env, flag, wd string) string {
 	return p
 }
 
-func openStore(e *env, flag, wd string) (storeHandle, error) {
+// storeOpenError is a store that could not be opened, with the exit code
+// and JSON error code the cause deserves: a path that can never be a store
+// (a directory) or a store that does not exist for a command that only reads
+// is the user's input (exit 2); anything else is operational (exit 1).
+type storeOpenError struct {
+	exit int
+	code string
+	msg  string
+}
+
+func (e *storeOpenError) Error() string { return e.msg }
+
+// openStore opens the run store. create says whether a missing store may be
+// created: only a command that starts a run creates one, so that looking at
+// runs (nexa runs list, show, …) never leaves a .nexa directory behind.
+func openStore(e *env, flag, wd string, create bool) (storeHandle, error) {
 	path := storePath(e, flag, wd)
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil, &storeOpenError{exit: ExitUsage, code: runtime.CodeUsage, msg: fmt.Sprintf(
+			"the run store %s is a directory; name a database file, such as %s", path, filepath.Join(path, store.FileName))}
+	case err != nil && errors.Is(err, fs.ErrNotExist) && !create:
+		return nil, &storeOpenError{exit: ExitUsage, code: runtime.CodeNoStore, msg: fmt.Sprintf(
+			"no store at %s: no run was started here yet (nexa agent creates it), or give the store with --store or NEXA_STORE", path)}
+	}
 	s, err := store.Open(context.Background(), path)
 	if err != nil {
-		return nil, fmt.Errorf("open run store %s: %w", path, err)
+		msg := fmt.Sprintf("open run store %s: %v", path, err)
+		if dir := filepath.Dir(path); readOnly(dir) {
+			msg = fmt.Sprintf("the run store %s cannot be written: its directory %s is read-only (%v); make it writable or choose another store with --store", path, dir, err)
+		}
+		return nil, &storeOpenError{exit: ExitFailed, code: runtime.CodeStoreError, msg: msg}
 	}
 	return s, nil
+}
+
+// readOnly reports whether dir exists and this process may not write to it
+// (its permissions, or a read-only file system).
+func readOnly(dir string) bool {
+	if _, err := os.Stat(dir); err != nil {
+		return false
+	}
+	err := syscall.Access(dir, 2) // W_OK
+	return errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EPERM)
 }
 
 // executors are the tool executors of this build, by body kind.

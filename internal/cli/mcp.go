@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"time"
 
 	"github.com/nexa-run/nexa/internal/compile"
 	"github.com/nexa-run/nexa/internal/runtime/mcptool"
@@ -52,8 +55,10 @@ func mcpSpecs(prog *compile.Program, agent *compile.Agent) []string {
 //
 // The servers' stderr and SDK warnings go to the log at logPath through
 // the run's redactor; $NAME in a server's VAR=value assignments resolves
-// from the secrets tools may read.
-func connectMCP(ctx context.Context, prog *compile.Program, agent *compile.Agent, wd, logPath string, sec *secretSet) (*agentTools, error) {
+// from the secrets tools may read. Connecting is bounded by connectTimeout
+// and by the run's deadline (nil: none), whichever comes first, so a server
+// that never answers cannot hold the run forever.
+func connectMCP(ctx context.Context, prog *compile.Program, agent *compile.Agent, wd, logPath string, sec *secretSet, connectTimeout time.Duration, deadline *time.Time) (*agentTools, error) {
 	specs := mcpSpecs(prog, agent)
 	at := &agentTools{agent: agent}
 	if len(specs) == 0 {
@@ -66,7 +71,13 @@ func connectMCP(ctx context.Context, prog *compile.Program, agent *compile.Agent
 			log, at.log = rl, rl
 		}
 	}
-	mgr := mcptool.NewManager(mcptool.Options{WorkDir: wd, Log: log, Secret: sec.lookupToolSecret(), ClientName: "nexa", ClientVersion: Version})
+	if deadline != nil && time.Now().Before(*deadline) {
+		// (A passed deadline is the resume's to report: timed_out.)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, *deadline)
+		defer cancel()
+	}
+	mgr := mcptool.NewManager(mcptool.Options{WorkDir: wd, Log: log, Secret: sec.lookupToolSecret(), ClientName: "nexa", ClientVersion: Version, ConnectTimeout: connectTimeout})
 	if err := mgr.Connect(ctx, specs...); err != nil {
 		mgr.Close()
 		at.close()
@@ -84,6 +95,22 @@ func connectMCP(ctx context.Context, prog *compile.Program, agent *compile.Agent
 	}
 	at.agent = &filtered
 	return at, nil
+}
+
+// mcpConnectTimeout reads NEXA_MCP_CONNECT_TIMEOUT (seconds or a duration);
+// unset means mcptool.DefaultConnectTimeout.
+func mcpConnectTimeout(e *env) (time.Duration, error) {
+	v := e.getenv("NEXA_MCP_CONNECT_TIMEOUT")
+	if v == "" {
+		return mcptool.DefaultConnectTimeout, nil
+	}
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return time.Duration(n) * time.Second, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return d, nil
+	}
+	return 0, fmt.Errorf("NEXA_MCP_CONNECT_TIMEOUT takes seconds (30) or a duration (1m30s), not %q", v)
 }
 
 func (at *agentTools) close() {

@@ -42,6 +42,9 @@ type progressPrinter struct {
 	started time.Time
 	frame   int
 	closed  bool
+	// redact removes secret values from error texts before they are
+	// shown; nil shows none of them.
+	redact func(string) string
 }
 
 func progress(e *env, quiet bool) *progressPrinter {
@@ -158,6 +161,11 @@ func (p *progressPrinter) observe(ev runtime.Event) {
 		s := fmt.Sprintf("%s tool %s (%s): %s", p.sprint(col, mark), ev.Tool, ev.CallID, ev.Outcome)
 		if ev.Duration > 0 {
 			s += " (" + seconds(ev.Duration) + ")"
+		}
+		if ev.Outcome == "unknown" && ev.Err != nil && p.redact != nil {
+			// Why nobody knows: the tool's timeout, the run's
+			// deadline, a lost connection…
+			s += ": " + p.redact(ev.Err.Error())
 		}
 		p.line(s)
 	case runtime.EventRunStopped:

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nexa-run/nexa/internal/compile"
@@ -76,8 +79,14 @@ func resultOf(st *state.RunState, tool func(string) *compile.Tool, file, flags s
 		r.Output = json.RawMessage("null")
 	}
 	for _, id := range runtime.PendingCallIDs(st) {
+		if st.Status.Terminal() {
+			// A timed-out or exhausted run never executes them:
+			// nothing is waiting for a decision any more.
+			break
+		}
 		e := st.Entry(id)
-		pc := pendingCall{CallID: e.CallID, Tool: e.Tool, Arguments: e.Arguments, RequiresApproval: true, RiskLevel: e.Risk}
+		pc := pendingCall{CallID: e.CallID, Tool: e.Tool, Arguments: e.Arguments, RequiresApproval: true, RiskLevel: e.Risk,
+			Description: e.Description, Sandbox: e.Sandbox}
 		if tool != nil {
 			if t := tool(e.Tool); t != nil {
 				pc.Description, pc.RiskLevel, pc.RequiresApproval, pc.Sandbox = t.Description, t.Risk, t.RequiresApproval, t.Sandbox
@@ -95,7 +104,7 @@ func resultOf(st *state.RunState, tool func(string) *compile.Tool, file, flags s
 // resumeCommands are the exact commands that continue a run, so a person or
 // script never has to assemble them.
 func resumeCommands(st *state.RunState, file, flags string, r *runResult) map[string]string {
-	if st.Status.Terminal() {
+	if !resumable(st) {
 		return nil
 	}
 	if file == "" {
@@ -127,6 +136,105 @@ func resumeCommands(st *state.RunState, file, flags string, r *runResult) map[st
 		cmds["resume"] = base
 	}
 	return cmds
+}
+
+// resumable reports whether resuming st could do anything: not for a
+// terminal run, and not for a final answer that failed validation (a resume
+// would validate the same saved answer again).
+func resumable(st *state.RunState) bool {
+	if st.Status.Terminal() {
+		return false
+	}
+	return st.Error == nil || st.Error.Code != runtime.CodeOutputInvalid
+}
+
+// hintFlags are the flags the resume hints of a run repeat: the provider
+// flags the run recorded when it started (or, for a run from before nexa
+// recorded them, fallback: this command's), then --store when this command
+// named its store with the flag, already shell-quoted.
+func hintFlags(st *state.RunState, fallback []string, storeFlag string) string {
+	flags := st.Config.ResumeFlags
+	if len(flags) == 0 {
+		flags = fallback
+	}
+	var b strings.Builder
+	for _, f := range flags {
+		b.WriteString(" " + shellQuote(f))
+	}
+	if storeFlag != "" {
+		b.WriteString(" --store " + shellQuote(storeFlag))
+	}
+	return b.String()
+}
+
+// peekRun loads run id from the store, for a message about a run whose
+// command failed before (or without) loading it. It never creates a store
+// and returns nil when anything is missing.
+func peekRun(e *env, storeFlag, id string) *state.RunState {
+	if id == "" || !validRunID(id) {
+		return nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil
+	}
+	s, err := openStore(e, storeFlag, wd, false)
+	if err != nil {
+		return nil
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	run, err := s.Load(ctx, id)
+	if err != nil {
+		return nil
+	}
+	return run
+}
+
+// printOnce runs the first print it is given and no other: the command
+// prints exactly one object on stdout, even when a second signal and the
+// normal end of a run race.
+type printOnce struct {
+	mu   sync.Mutex
+	done bool
+}
+
+// do runs print unless something was printed before. The lock is held
+// while it prints, so a process that exits right after printing never
+// lets a second object start.
+func (p *printOnce) do(print func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return
+	}
+	p.done = true
+	print()
+}
+
+// stopAtOnce ends the process on a second signal (runtime.md 7): it prints
+// the run as last saved — a call in flight shows as started, under
+// unknown_calls — and exits 130 without waiting for anything else.
+func stopAtOnce(e *env, f *agentFlags, st storeHandle, runID, file string) {
+	msg := "stopped at once by a second signal; the run is as last saved and can be resumed (a call that was running is an unknown outcome)"
+	f.stdout.do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		res := errorResult(runtime.CodeInterrupted, msg)
+		if run, err := st.Load(ctx, runID); err == nil {
+			res = resultOf(run, nil, file, hintFlags(run, nil, f.store))
+			res.Error = &state.RunError{Code: runtime.CodeInterrupted, Message: msg}
+		}
+		if f.output == "text" {
+			printTextResult(e.stdout, res)
+		} else {
+			writeJSON(e.stdout, res)
+		}
+		fmt.Fprintf(e.stderr, "nexa: %s\n", msg)
+		os.Exit(ExitInterrupted)
+	})
+	os.Exit(ExitInterrupted)
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

@@ -35,18 +35,27 @@ written on a refusal.`,
 		if err != nil {
 			return nil, &exitError{code: ExitFailed, msg: fmt.Sprintf("working directory: %v", err)}
 		}
-		s, err := openStore(e, storeFlag, wd)
+		s, err := openStore(e, storeFlag, wd, false)
 		if err != nil {
+			var se *storeOpenError
+			if errors.As(err, &se) {
+				return nil, &exitError{code: se.exit, msg: se.msg}
+			}
 			return nil, &exitError{code: ExitFailed, msg: err.Error()}
 		}
 		return s, nil
 	}
-	cmd.AddCommand(newRunsListCmd(e, open), newRunsShowCmd(e, open), newRunsApproveCmd(e, open),
-		newRunsResolveCmd(e, open), newRunsPruneCmd(e, open))
+	// Hints repeat --store when it was given: the run is found there.
+	hints := func(st *state.RunState) string { return hintFlags(st, nil, storeFlag) }
+	cmd.AddCommand(newRunsListCmd(e, open), newRunsShowCmd(e, open, hints), newRunsApproveCmd(e, open, hints),
+		newRunsResolveCmd(e, open, hints), newRunsPruneCmd(e, open))
 	return cmd
 }
 
 type storeOpener func() (storeHandle, error)
+
+// hintFlagger gives the flags that hints to continue a run repeat.
+type hintFlagger func(*state.RunState) string
 
 // parseStatus checks a --status value against the known statuses.
 func parseStatus(s string) (state.Status, error) {
@@ -137,7 +146,7 @@ func loadRun(s storeHandle, id string) (*state.RunState, error) {
 	return st, nil
 }
 
-func newRunsShowCmd(e *env, open storeOpener) *cobra.Command {
+func newRunsShowCmd(e *env, open storeOpener, hints hintFlagger) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show RUN_ID",
@@ -154,10 +163,10 @@ func newRunsShowCmd(e *env, open storeOpener) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				writeJSON(e.stdout, showView(st))
+				writeJSON(e.stdout, showView(st, hints(st)))
 				return nil
 			}
-			printRun(e, st)
+			printRun(e, st, hints(st))
 			return nil
 		},
 	}
@@ -166,8 +175,8 @@ func newRunsShowCmd(e *env, open storeOpener) *cobra.Command {
 }
 
 // showView is the RunState with the derived lists an operator needs.
-func showView(st *state.RunState) any {
-	res := resultOf(st, nil, "", "")
+func showView(st *state.RunState, flags string) any {
+	res := resultOf(st, nil, "", flags)
 	return struct {
 		*state.RunState
 		PendingCalls []pendingCall     `json:"pending_calls"`
@@ -176,7 +185,7 @@ func showView(st *state.RunState) any {
 	}{st, res.PendingCalls, res.UnknownCalls, res.Resume}
 }
 
-func printRun(e *env, st *state.RunState) {
+func printRun(e *env, st *state.RunState, flags string) {
 	w := e.stdout
 	fmt.Fprintf(w, "run       %s\nstatus    %s\nagent     %s (%s)\nrevision  %d\nsource    %s\nprovider  %s %s %s\ncreated   %s\nupdated   %s\n",
 		st.ID, st.Status, st.Config.Agent, st.Config.SourceFile, st.Revision, st.Config.SourceHash,
@@ -235,11 +244,11 @@ func printRun(e *env, st *state.RunState) {
 			fmt.Fprintf(w, "\noutput:\n%s\n", st.Output)
 		}
 	}
-	res := resultOf(st, nil, "", "")
+	res := resultOf(st, nil, "", flags)
 	printNextSteps(&env{stderr: w, getenv: e.getenv}, res)
 }
 
-func newRunsApproveCmd(e *env, open storeOpener) *cobra.Command {
+func newRunsApproveCmd(e *env, open storeOpener, hints hintFlagger) *cobra.Command {
 	var approved, reason string
 	cmd := &cobra.Command{
 		Use:   "approve RUN_ID CALL_ID --approved=true|false",
@@ -274,7 +283,7 @@ func newRunsApproveCmd(e *env, open storeOpener) *cobra.Command {
 				verb = "denied"
 			}
 			fmt.Fprintf(e.stdout, "call %s of run %s %s (revision %d)\n", args[1], args[0], verb, st.Revision)
-			fmt.Fprintf(e.stderr, "continue with: nexa agent %s %s --resume %s\n", shellQuote(st.Config.SourceFile), st.Config.Agent, st.ID)
+			fmt.Fprintf(e.stderr, "continue with: nexa agent %s %s --resume %s%s\n", shellQuote(st.Config.SourceFile), shellQuote(st.Config.Agent), st.ID, hints(st))
 			return nil
 		},
 	}
@@ -301,7 +310,7 @@ func runsWriteError(s storeHandle, id string, err error) error {
 	return &exitError{code: ExitFailed, msg: err.Error()}
 }
 
-func newRunsResolveCmd(e *env, open storeOpener) *cobra.Command {
+func newRunsResolveCmd(e *env, open storeOpener, hints hintFlagger) *cobra.Command {
 	var output, success string
 	cmd := &cobra.Command{
 		Use:   "resolve RUN_ID CALL_ID --output TEXT|@FILE --success=true|false",
@@ -347,8 +356,11 @@ then continues with this result without executing the tool again.`,
 				return err
 			}
 			fmt.Fprintf(e.stdout, "call %s of run %s resolved (success=%s, revision %d)\n", args[1], args[0], strconv.FormatBool(ok), st.Revision)
-			if len(runtime.UnknownCalls(st)) == 0 {
-				fmt.Fprintf(e.stderr, "continue with: nexa agent %s %s --resume %s\n", shellQuote(st.Config.SourceFile), st.Config.Agent, st.ID)
+			switch {
+			case !resumable(st):
+				fmt.Fprintf(e.stderr, "run %s is %s: the resolution is recorded for the record; the run does not continue\n", st.ID, st.Status)
+			case len(runtime.UnknownCalls(st)) == 0:
+				fmt.Fprintf(e.stderr, "continue with: nexa agent %s %s --resume %s%s\n", shellQuote(st.Config.SourceFile), shellQuote(st.Config.Agent), st.ID, hints(st))
 			}
 			return nil
 		},

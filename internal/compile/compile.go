@@ -10,11 +10,13 @@ package compile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/nexa-run/nexa/internal/lang"
 )
@@ -38,11 +40,59 @@ type Options struct {
 	ReadFile func(name string) ([]byte, error)
 }
 
+// MaxSourceBytes bounds every file the compiler reads (the main file,
+// includes, legacy python: files). Sources are hand-written; a larger file
+// is a mistake (or /dev/zero), refused at once instead of filling memory.
+const MaxSourceBytes = 4 << 20
+
 func (o Options) read(name string) ([]byte, error) {
 	if o.ReadFile != nil {
 		return o.ReadFile(name)
 	}
-	return os.ReadFile(name)
+	return readSource(name)
+}
+
+// errNotRegular is the cause of a refused device, FIFO or socket.
+var errNotRegular = errors.New("not a regular file (a device, FIFO or socket cannot be a source)")
+
+// readSource reads a regular file of at most MaxSourceBytes. It looks before
+// it opens (opening a FIFO would wait for a writer), opens without blocking
+// in case the file was swapped meanwhile, checks again what it opened, and
+// reads no more than the cap allows.
+func readSource(name string) ([]byte, error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: syscall.EISDIR}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: errNotRegular}
+	}
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: errNotRegular}
+	}
+	tooLarge := &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("larger than %d MiB, the limit for a source file", MaxSourceBytes>>20)}
+	if fi.Size() > MaxSourceBytes {
+		return nil, tooLarge
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxSourceBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxSourceBytes {
+		return nil, tooLarge
+	}
+	return data, nil
 }
 
 func (o Options) exists(name string) bool {
@@ -51,7 +101,7 @@ func (o Options) exists(name string) bool {
 		return err == nil
 	}
 	st, err := os.Stat(name)
-	return err == nil && !st.IsDir()
+	return err == nil && st.Mode().IsRegular()
 }
 
 // MapFiles is an Options.ReadFile over in-memory files keyed by path

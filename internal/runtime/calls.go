@@ -23,6 +23,11 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 	var pending, unknown []*state.JournalEntry
 	for _, e := range open {
 		t := d.r.exposed[e.Tool]
+		if e.Stage == state.StageNotStarted && (e.Decision == nil || *e.Decision) {
+			if why := d.pastAgentCap(e); why != "" {
+				return d.exhausted(ctx, why)
+			}
+		}
 		switch {
 		case e.Stage == state.StageStarted:
 			if t == nil || !t.Idempotent || len(unknown) > 0 {
@@ -95,6 +100,34 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 	return stepContinue, nil
 }
 
+// pastAgentCap says why e may not execute when it belongs to a tool round
+// beyond the agent's max_tool_calls. Tools are withdrawn from the request
+// once the rounds are used up, but a model can still reply with calls; a
+// cap is a cap, so those calls never execute.
+func (d *driver) pastAgentCap(e *state.JournalEntry) string {
+	limit := d.r.agent.MaxToolCalls
+	if limit <= 0 {
+		return ""
+	}
+	round := 0
+	for _, m := range d.st.Messages {
+		if m.Role != state.RoleAssistant || len(m.ToolCalls) == 0 {
+			continue
+		}
+		round++
+		for _, c := range m.ToolCalls {
+			if c.ID == e.CallID {
+				if round <= limit {
+					return ""
+				}
+				return fmt.Sprintf("agent %s allows %d tool round(s) (max_tool_calls: %d), and the model asked for more after its tools were withdrawn; call %s was not executed",
+					d.r.agent.Name, limit, limit, e.CallID)
+			}
+		}
+	}
+	return ""
+}
+
 func (d *driver) sandboxAvailable() error {
 	if d.r.sandboxOK == nil {
 		return errors.New("this build has no sandbox backend")
@@ -155,9 +188,10 @@ func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *compile.
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
+	deadlineBound := false
 	if dl := d.st.Config.Deadline; dl != nil {
 		if left := dl.Sub(d.r.now()); left < timeout {
-			timeout = left
+			timeout, deadlineBound = left, true
 		}
 	}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
@@ -171,6 +205,8 @@ func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *compile.
 		Secrets:   d.r.secrets,
 		Timeout:   timeout,
 		HTTPAllow: d.r.agent.HTTPAllow,
+
+		DeadlineBound: deadlineBound,
 	}
 	if d.log != nil {
 		inv.Log = d.log

@@ -31,8 +31,12 @@ const (
 	CodeInterrupted        = "interrupted"
 	CodeOutputInvalid      = "output_invalid"
 	CodeStoreError         = "store_error"
-	CodeMCPError           = "mcp_error"
-	CodeInternal           = "internal_error"
+	// CodeNoStore: a command that only reads found no store (it never
+	// creates one); nexa agent --resume reports it as run_not_found.
+	CodeNoStore   = "no_store"
+	CodeToolClash = "tool_name_clash"
+	CodeMCPError  = "mcp_error"
+	CodeInternal  = "internal_error"
 )
 
 // Error is an error a user sees: a stable code and a message written for a

@@ -30,6 +30,11 @@ type Invocation struct {
 	// Timeout bounds this execution (the tool's timeout, cut to the time
 	// left before the deadline).
 	Timeout time.Duration
+	// DeadlineBound says that Timeout is the time left before the run's
+	// deadline, shorter than the tool's own timeout: a call cut off then
+	// was stopped by the deadline, and messages must say so (and only
+	// then).
+	DeadlineBound bool
 	// Log receives whatever the tool prints.
 	Log io.Writer
 	// HTTPAllow are the internal hosts the agent lets std.http reach
@@ -52,4 +57,15 @@ type Outcome struct {
 // Executor runs tools of one body kind.
 type Executor interface {
 	Execute(ctx context.Context, inv Invocation) (Outcome, error)
+}
+
+// Prechecker is an Executor that can tell from a call's arguments alone,
+// without acting, that the tool would refuse it (a file path outside the
+// working directory, say). The runtime asks before the approval policy: such
+// a call is answered to the model at once, journaled completed with success
+// false, and never shown to a person as pending.
+type Prechecker interface {
+	// Precheck returns the reason for refusal, worded for the model, or
+	// nil. It must not have side effects.
+	Precheck(inv Invocation) error
 }

@@ -117,7 +117,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	for _, t := range cfg.ExtraTools {
 		if _, clash := r.exposed[t.Name]; clash {
-			return nil, fmt.Errorf("runtime: tool %s of MCP server %s has the name of another tool of agent %s", t.Name, t.Body.MCP, cfg.Agent.Name)
+			return nil, refuse(CodeToolClash, "tool %s of MCP server %s has the name of another tool of agent %s; rename the tool or drop one of them from the agent's uses", t.Name, t.Body.MCP, cfg.Agent.Name)
 		}
 		r.exposed[t.Name] = t
 	}
@@ -150,6 +150,9 @@ type NewRun struct {
 	WorkDir  string
 	Budgets  state.Budgets
 	Deadline *time.Time
+	// ResumeFlags are recorded in the run for resume hints
+	// (state.Config.ResumeFlags).
+	ResumeFlags []string
 }
 
 // Start creates a run in the store and drives it until it completes, stops
@@ -166,14 +169,15 @@ func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) 
 		CreatedAt: now,
 		UpdatedAt: now,
 		Config: state.Config{
-			SourceFile: nr.File,
-			SourceHash: r.prog.Hash,
-			Agent:      r.agent.Name,
-			Provider:   r.provider.Identity(),
-			Budgets:    nr.Budgets,
-			Deadline:   nr.Deadline,
-			WorkDir:    nr.WorkDir,
-			MCPServers: r.mcpServers,
+			SourceFile:  nr.File,
+			SourceHash:  r.prog.Hash,
+			Agent:       r.agent.Name,
+			Provider:    r.provider.Identity(),
+			Budgets:     nr.Budgets,
+			Deadline:    nr.Deadline,
+			WorkDir:     nr.WorkDir,
+			MCPServers:  r.mcpServers,
+			ResumeFlags: nr.ResumeFlags,
 		},
 		Task: nr.Task,
 	}
@@ -545,6 +549,9 @@ func (d *driver) journalCalls(msg state.Message, turn int) []state.JournalEntry 
 			CreatedAt: now,
 		}
 		args, reason := d.r.checkCall(c)
+		if reason == "" {
+			reason = d.precheck(c, args)
+		}
 		if reason != "" {
 			e.Arguments = rawOrString(c.Arguments)
 			e.RawArgs = c.Arguments
@@ -559,11 +566,28 @@ func (d *driver) journalCalls(msg state.Message, turn int) []state.JournalEntry 
 			t := d.r.exposed[c.Name]
 			e.NeedsApproval = t.NeedsApproval()
 			e.Risk = t.Risk
+			e.Description = t.Description
+			e.Sandbox = t.Sandbox
 		}
 		d.st.Journal = append(d.st.Journal, e)
 		out = append(out, e)
 	}
 	return out
+}
+
+// precheck asks the tool's executor, when it can tell, whether the call
+// would be refused anyway (runtime.md 3: answered before any policy).
+func (d *driver) precheck(c state.ToolCall, args json.RawMessage) string {
+	t := d.r.exposed[c.Name]
+	pc, ok := d.r.executors[t.Body.Kind].(Prechecker)
+	if !ok {
+		return ""
+	}
+	err := pc.Precheck(Invocation{RunID: d.st.ID, CallID: c.ID, Tool: t, Arguments: args, WorkDir: d.st.Config.WorkDir})
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprintf("error: %s refused before execution: %v", t.Name, err)
 }
 
 // rawOrString keeps arguments that are JSON as they are and wraps anything

@@ -175,6 +175,9 @@ func shellExec(ctx context.Context, c *call) (runtime.Outcome, error) {
 		<-waited
 		finish()
 		why := "its timeout of " + timeout.String()
+		if c.inv.DeadlineBound && timeout == c.inv.Timeout {
+			why = "the run's deadline"
+		}
 		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			why = "cancellation"
 		}

@@ -118,7 +118,7 @@ func (m *Manager) Connect(ctx context.Context, specs ...string) error {
 	}
 	if len(clashes) > 0 {
 		closeNew()
-		return fmt.Errorf("mcptool: MCP tool name clash: %s; an agent can use only one of them", strings.Join(clashes, "; "))
+		return fmt.Errorf("mcptool: %w: %s; an agent can use only one of them", ErrToolClash, strings.Join(clashes, "; "))
 	}
 	for _, s := range servers {
 		m.servers = append(m.servers, s)
@@ -127,6 +127,11 @@ func (m *Manager) Connect(ctx context.Context, specs ...string) error {
 	m.byTool = byTool
 	return nil
 }
+
+// ErrToolClash is wrapped by the error of Connect when two servers offer a
+// tool of the same name: a configuration error of the program, not a failure
+// of a server.
+var ErrToolClash = errors.New("MCP tool name clash")
 
 // Servers returns the connected servers in the order they were added.
 func (m *Manager) Servers() []*Server {

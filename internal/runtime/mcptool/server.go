@@ -100,6 +100,9 @@ type Server struct {
 	sess  *mcp.ClientSession
 	child *child       // stdio only
 	http  *http.Client // HTTP only
+	// callerDeadline says that the caller's deadline, not ConnectTimeout,
+	// bounded the connect.
+	callerDeadline bool
 	// sessDone is closed when the session's connection has ended.
 	sessDone chan struct{}
 
@@ -124,10 +127,15 @@ var errServerClosing = errors.New("nexa closed the MCP server while the call was
 // left running.
 func Connect(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 	opts = opts.withDefaults()
+	// Which bound ends a connect that gets no answer, for the message.
+	byCaller := false
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < opts.ConnectTimeout {
+		byCaller = true
+	}
 	ctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
 	defer cancel()
 
-	s := &Server{spec: spec, opts: opts, sessDone: make(chan struct{}), byName: map[string]int{}, inflight: map[uint64]context.CancelCauseFunc{}}
+	s := &Server{spec: spec, opts: opts, callerDeadline: byCaller, sessDone: make(chan struct{}), byName: map[string]int{}, inflight: map[uint64]context.CancelCauseFunc{}}
 	var transport mcp.Transport
 	switch spec.Transport {
 	case TransportStdio:
@@ -242,7 +250,11 @@ func (s *Server) abort(stage string, err error) error {
 		s.http.CloseIdleConnections()
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		detail += fmt.Sprintf("; no answer within the connect timeout of %s (is it an MCP server on %s?)", s.opts.ConnectTimeout, s.spec.Transport)
+		if s.callerDeadline {
+			detail += fmt.Sprintf("; no answer before the run's deadline (is it an MCP server on %s?)", s.spec.Transport)
+		} else {
+			detail += fmt.Sprintf("; no answer within the connect timeout of %s (is it an MCP server on %s?)", s.opts.ConnectTimeout, s.spec.Transport)
+		}
 	}
 	return fmt.Errorf("mcptool: MCP server %s: %s: %w%s", s.spec, stage, err, detail)
 }

@@ -255,7 +255,7 @@ func (e *Executor) Execute(ctx context.Context, inv runtime.Invocation) (runtime
 		return runtime.Outcome{}, &StartError{Tool: name, Reason: "encode request", Err: err}
 	}
 	if err := ctx.Err(); err != nil {
-		return runtime.Outcome{}, &StartError{Tool: name, Reason: contextReason(ctx), Err: err}
+		return runtime.Outcome{}, &StartError{Tool: name, Reason: contextReason(ctx, inv), Err: err}
 	}
 	return e.run(ctx, inv, payload, box)
 }
@@ -573,9 +573,9 @@ func (e *Executor) run(ctx context.Context, inv runtime.Invocation, payload []by
 		}
 		g.Stop()
 	case <-timer:
-		killReason = fmt.Sprintf("killed after %s timeout", inv.Timeout)
+		killReason = "killed: " + timeoutReason(inv)
 	case <-ctx.Done():
-		killReason = "killed: " + contextReason(ctx)
+		killReason = "killed: " + contextReason(ctx, inv)
 	}
 
 	// Whatever happened, nothing of this call may keep running.
@@ -685,11 +685,22 @@ func (e *Executor) describeStartFailure(err error, dir string) string {
 	}
 }
 
-func contextReason(ctx context.Context) string {
+// contextReason words why ctx ended: the invocation's time ran out (see
+// timeoutReason), or the run was cancelled.
+func contextReason(ctx context.Context, inv runtime.Invocation) string {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return "the run's deadline passed"
+		return timeoutReason(inv)
 	}
 	return "the run was cancelled"
+}
+
+// timeoutReason names the bound that ended a call: the tool's own timeout,
+// or the run's deadline when that came first.
+func timeoutReason(inv runtime.Invocation) string {
+	if inv.DeadlineBound {
+		return "the run's deadline passed"
+	}
+	return fmt.Sprintf("its timeout of %s passed", inv.Timeout)
 }
 
 func describeExit(ps *os.ProcessState, waitErr error) string {

@@ -743,9 +743,9 @@ func (e *Executor) waitWarm(ctx context.Context, inv runtime.Invocation, slot *z
 		}
 		g.Stop()
 	case <-timer:
-		killReason = fmt.Sprintf("killed after %s timeout", inv.Timeout)
+		killReason = "killed: " + timeoutReason(inv)
 	case <-ctx.Done():
-		killReason = "killed: " + contextReason(ctx)
+		killReason = "killed: " + contextReason(ctx, inv)
 	case <-z.dead:
 		killReason = "killed: " + z.reason()
 	}

@@ -104,6 +104,11 @@ type Config struct {
 	// hash of their tool schemas when the run started: a resume refuses
 	// when a server now offers different tools.
 	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
+	// ResumeFlags are the command-line flags that chose the provider when
+	// the run started (never a key): hints to continue the run repeat them,
+	// so that the resume resolves to the same provider identity. They are
+	// advice for people; the resume check compares Provider.
+	ResumeFlags []string `json:"resume_flags,omitempty"`
 }
 
 // MCPServer identifies one MCP server of a run and the tools it offered.
@@ -191,6 +196,11 @@ type JournalEntry struct {
 	// the run sees them without the program.
 	NeedsApproval bool   `json:"needs_approval"`
 	Risk          string `json:"risk_level,omitempty"`
+	// Description and Sandbox are the tool's when the call was journaled,
+	// for the same reason: nexa runs show lists pending calls as nexa agent
+	// does.
+	Description string `json:"description,omitempty"`
+	Sandbox     bool   `json:"sandbox,omitempty"`
 	// Decision is nil while pending; only an operator writes it.
 	Decision *bool  `json:"decision,omitempty"`
 	Reason   string `json:"reason,omitempty"`
