@@ -1,7 +1,6 @@
 package compile
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -58,11 +57,6 @@ func (o *obj) clone() *obj {
 	c := &obj{}
 	c.m = append(c.inline[:0], o.m...)
 	return c
-}
-
-// MarshalJSON encodes the keys in insertion order.
-func (o *obj) MarshalJSON() ([]byte, error) {
-	return appendJSON(nil, o), nil
 }
 
 // The schemas of the primitive types, shared by every use (never changed:
@@ -301,12 +295,6 @@ func (c *compiler) protocolSchema(p *protoDecl, at lang.Position) *obj {
 	if p.schema != nil {
 		return p.schema
 	}
-	if c.fork {
-		// (every schema is computed before tools are, so this does not
-		// happen; a fork must not compute one)
-		c.probed = true
-		return newObj().set("type", "object")
-	}
 	if p.resolving {
 		c.errorAt(at, lang.CodeUnknownType, "use a list or an optional field for recursive data, or flatten it",
 			"protocol %s contains itself", p.decl.DeclName())
@@ -480,11 +468,6 @@ func numberText(n *lang.NumberLit) string {
 		return "-" + n.Text
 	}
 	return n.Text
-}
-
-// compactJSON encodes v without spaces.
-func compactJSON(v any) json.RawMessage {
-	return appendJSON(make([]byte, 0, 256), v)
 }
 
 func joinNames(names []string) string {
