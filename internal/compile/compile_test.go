@@ -2,6 +2,7 @@ package compile
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -696,5 +697,40 @@ func TestStringsEndToEnd(t *testing.T) {
 	a := p.Agent("A")
 	if a.Role != `a "careful" reviewer` || a.Prompt != `Line one\nstill line one` || a.Model != `raw \n model` {
 		t.Errorf("role=%q prompt=%q model=%q", a.Role, a.Prompt, a.Model)
+	}
+}
+
+// TestRemoveMargin: textwrap.dedent, which the runtime applies to python!
+// bodies (also to hand-built IR).
+func TestRemoveMargin(t *testing.T) {
+	cases := map[string]string{
+		"a\n  b":               "a\n  b",
+		"  a\n    b\n  c":      "a\n  b\nc",
+		"\n    a\n\n    b\n  ": "\na\n\nb\n",
+		"\ta\n\t\tb":           "a\n\tb",
+		"  a\r\n  b":           "a\nb",
+	}
+	for in, want := range cases {
+		if got := RemoveMargin(in); got != want {
+			t.Errorf("RemoveMargin(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestBuiltinTypesResolve: every name of the builtin type table is a type a
+// parameter can have (the table and resolveTerm cannot drift apart), and
+// an unknown name is suggested from the same table.
+func TestBuiltinTypesResolve(t *testing.T) {
+	args := map[string]string{"list": "[int]", "dict": "[str, int]", "Option": "[int]", "Optional": "[int]", "Result": "[int, str]"}
+	for name := range builtinTypes {
+		src := fmt.Sprintf("@tool(\"d\") fn f(a: %s%s) { return 1 }", name, args[name])
+		if _, diags := Compile("t.nx", Options{ReadFile: MapFiles(map[string]string{"t.nx": src})}); diags.HasErrors() {
+			t.Errorf("%s: %v", name, diags.Err())
+		}
+	}
+	src := "@tool(\"d\") fn f(a: Optonal) { return 1 }"
+	_, diags := Compile("t.nx", Options{ReadFile: MapFiles(map[string]string{"t.nx": src})})
+	if errs := diags.Errors(); len(errs) != 1 || errs[0].Hint != "did you mean `Optional`?" {
+		t.Errorf("diagnostics = %v", errs)
 	}
 }

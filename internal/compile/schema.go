@@ -2,7 +2,8 @@ package compile
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/nexa-run/nexa/internal/lang"
@@ -90,26 +91,26 @@ type typeInfo struct {
 	optional bool
 }
 
-// builtinTypes are the type names of language.md 4.1 (and 2.x aliases).
-var builtinTypes = map[string]string{
-	"string": "string", "str": "string",
-	"int": "integer", "integer": "integer",
-	"float": "number", "number": "number",
-	"bool": "boolean", "boolean": "boolean",
-	"list": "array", "dict": "object",
-	"Option": "", "any": "",
+// builtinTypes are the type names of language.md 4.1 and their 2.x
+// aliases: the schema of each scalar type, or nil for the generic ones
+// (list, dict, Option, Result), whose schemas resolveTerm builds from their
+// arguments. Resolution, the "takes no type arguments" check and the
+// suggestions for an unknown name all read this one table.
+var builtinTypes = map[string]*obj{
+	"string": schemaString, "str": schemaString,
+	"int": schemaInteger, "integer": schemaInteger,
+	"float": schemaNumber, "number": schemaNumber,
+	"bool": schemaBoolean, "boolean": schemaBoolean,
+	"any": schemaAny, "unit": schemaNull,
+	"list": nil, "dict": nil, "Option": nil, "Optional": nil, "Result": nil,
 }
 
 // typeNames lists every type name a program may use, for suggestions.
 func (c *compiler) typeNames() []string {
-	names := []string{"string", "str", "int", "float", "number", "bool", "boolean", "list", "dict", "Option", "Result"}
-	for n := range c.protocols {
-		names = append(names, n)
-	}
-	for n := range c.aliases {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Collect(maps.Keys(builtinTypes))
+	names = slices.AppendSeq(names, maps.Keys(c.protocols))
+	names = slices.AppendSeq(names, maps.Keys(c.aliases))
+	slices.Sort(names)
 	return names
 }
 
@@ -158,18 +159,15 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 		return ti
 	}
 	var ti typeInfo
-	switch name {
-	case "string", "str":
-		ti.schema = schemaString
-	case "int", "integer":
-		ti.schema = schemaInteger
-	case "float", "number":
-		ti.schema = schemaNumber
-	case "bool", "boolean":
-		ti.schema = schemaBoolean
-	case "any":
-		ti.schema = schemaAny
-	case "list":
+	scalar := builtinTypes[name]
+	switch {
+	case scalar != nil:
+		ti.schema = scalar
+		if len(args) > 0 {
+			c.errorAt(pos, lang.CodeUnknownType, "only list, dict, Option and Result take type arguments",
+				"type `%s` takes no type arguments", name)
+		}
+	case name == "list":
 		ti.schema = newObj().set("type", "array")
 		if len(args) > 1 {
 			c.errorAt(pos, lang.CodeUnknownType, "write list[T]", "list takes one type argument, found %d", len(args))
@@ -178,7 +176,7 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 			item := c.resolveType(args[0], ctx)
 			ti.schema.set("items", nullable(item))
 		}
-	case "dict":
+	case name == "dict":
 		ti.schema = newObj().set("type", "object")
 		switch len(args) {
 		case 0:
@@ -196,7 +194,7 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 		default:
 			c.errorAt(pos, lang.CodeUnknownType, "write dict or dict[K, V]", "dict takes two type arguments, found %d", len(args))
 		}
-	case "Result":
+	case name == "Result":
 		// Result[T, E] (2.x): the value is either a T or an E
 		if len(args) != 2 {
 			c.errorAt(pos, lang.CodeUnknownType, "write Result[T, E]", "Result takes two type arguments, found %d", len(args))
@@ -206,9 +204,7 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 		ok := c.resolveType(args[0], ctx)
 		bad := c.resolveType(args[1], ctx)
 		ti.schema = newObj().set("anyOf", []any{nullable(ok), nullable(bad)})
-	case "unit":
-		ti.schema = schemaNull
-	case "Option", "Optional":
+	case name == "Option" || name == "Optional":
 		if len(args) != 1 {
 			c.errorAt(pos, lang.CodeUnknownType, "write Option[T]", "%s takes one type argument, found %d", name, len(args))
 			ti.schema = schemaString
@@ -229,13 +225,6 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 			c.errorAt(pos, lang.CodeUnknownType, hint, "unknown type `%s` in %s", name, ctx)
 			ti.schema = schemaString
 		}
-		if len(args) > 0 {
-			c.errorAt(pos, lang.CodeUnknownType, "only list, dict, Option and Result take type arguments",
-				"type `%s` takes no type arguments", name)
-		}
-	}
-	switch name {
-	case "string", "str", "int", "integer", "float", "number", "bool", "boolean", "any", "unit":
 		if len(args) > 0 {
 			c.errorAt(pos, lang.CodeUnknownType, "only list, dict, Option and Result take type arguments",
 				"type `%s` takes no type arguments", name)

@@ -348,47 +348,46 @@ func Dedent(text string) string {
 	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
 		lines = lines[:len(lines)-1]
 	}
-	if len(lines) == 0 {
+	switch {
+	case len(lines) == 0:
 		return ""
+	case !startsOnQuoteLine(text):
+		return RemoveMargin(strings.Join(lines, "\n"))
+	case len(lines) == 1:
+		return strings.TrimLeft(lines[0], " \t")
 	}
-	first := strings.TrimLeft(lines[0], " \t")
-	rest := lines[1:]
-	prefix := ""
-	have := false
-	for _, l := range rest {
-		if strings.TrimSpace(l) == "" {
+	return strings.TrimLeft(lines[0], " \t") + "\n" + RemoveMargin(strings.Join(lines[1:], "\n"))
+}
+
+// RemoveMargin removes the whitespace prefix common to every non-blank line
+// and empties blank lines, like Python's textwrap.dedent, after normalising
+// CRLF line ends. Unlike Dedent it gives the first line no special place, so
+// applying it again changes nothing: the runtime applies it to python!
+// bodies, which the compiler has already dedented, so that hand-built IR
+// works too.
+func RemoveMargin(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	lines := strings.Split(s, "\n")
+	margin, first := "", true
+	for _, l := range lines {
+		if strings.TrimLeft(l, " \t") == "" {
 			continue
 		}
-		ind := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
-		if !have {
-			prefix, have = ind, true
+		indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
+		if first {
+			margin, first = indent, false
 			continue
 		}
-		prefix = commonPrefix(prefix, ind)
+		margin = commonPrefix(margin, indent)
 	}
-	// when the first line was on its own line, its indentation counts too
-	if text == "" || !startsOnQuoteLine(text) {
-		ind := lines[0][:len(lines[0])-len(first)]
-		if !have {
-			prefix = ind
-		} else {
-			prefix = commonPrefix(prefix, ind)
-		}
-	}
-	var b strings.Builder
-	if startsOnQuoteLine(text) {
-		b.WriteString(first)
-	} else {
-		b.WriteString(strings.TrimPrefix(lines[0], prefix))
-	}
-	for _, l := range rest {
-		b.WriteByte('\n')
-		if strings.TrimSpace(l) == "" {
+	for i, l := range lines {
+		if strings.TrimLeft(l, " \t") == "" {
+			lines[i] = ""
 			continue
 		}
-		b.WriteString(strings.TrimPrefix(l, prefix))
+		lines[i] = l[len(margin):]
 	}
-	return b.String()
+	return strings.Join(lines, "\n")
 }
 
 // startsOnQuoteLine reports whether the body's first text is on the line of
