@@ -183,19 +183,12 @@ type compiler struct {
 	// names of tools whose declarations had syntax errors
 	brokenTools []string
 	extra       [][]byte // bytes of legacy python files, hashed with the sources
-	scratch     []byte   // reused buffer for writing schemas
 	// aliases being resolved (a type alias that refers to itself is an
 	// error), innermost last
 	aliasStack []*aliasDecl
 	// built-in tools exposed by some agent, with the first uses entry
 	// that exposed each
 	builtins map[string]builtinUse
-
-	// A fork (see compileTools) compiles tools in parallel with others:
-	// it must not touch shared state, so instead of asking for a
-	// suggestion it sets probed, and its diagnostics stay its own.
-	fork   bool
-	probed bool
 }
 
 func newCompiler(opts Options) *compiler {
@@ -577,12 +570,6 @@ const maxSuggestions = 200
 
 // closest suggests the candidate nearest to name, within the budget.
 func (c *compiler) closest(name string, candidates []string) string {
-	if c.fork {
-		// the budget is spent in program order: leave this to the
-		// sequential pass (see compileTools)
-		c.probed = true
-		return ""
-	}
 	if c.suggestions >= maxSuggestions {
 		return ""
 	}

@@ -2,6 +2,7 @@ package compile
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -553,7 +554,7 @@ func TestNativeBodies(t *testing.T) {
 	if body.Kind != BodyNative || len(body.Native) != 3 {
 		t.Fatalf("body = %+v", body)
 	}
-	b := appendJSON(nil, stmtsJSON(body.Native))
+	b := canonicalJSON(stmtsJSON(body.Native))
 	want := `[{"kind":"assign","name":"x","value":{"kind":"binary","op":"+","l":{"kind":"literal","value":"a"},"r":{"kind":"name","name":"q"}}},{"kind":"if","cond":{"kind":"binary","op":">","l":{"kind":"name","name":"n"},"r":{"kind":"literal","value":1}},"then":[{"kind":"return","value":{"kind":"name","name":"x"}}],"else":[{"kind":"if","cond":{"kind":"binary","op":"==","l":{"kind":"name","name":"n"},"r":{"kind":"literal","value":1}},"then":[{"kind":"return","value":{"kind":"literal","value":"one"}}],"else":[{"kind":"print","value":{"kind":"name","name":"x"}}]}]},{"kind":"return","value":null}]`
 	if string(b) != want {
 		t.Errorf("native\n got %s\nwant %s", b, want)
@@ -699,17 +700,37 @@ func TestStringsEndToEnd(t *testing.T) {
 	}
 }
 
-// TestNativeEncodingsAgree: the streaming encoder used for the hash writes
-// exactly the JSON form of the statements.
-func TestNativeEncodingsAgree(t *testing.T) {
-	p := mustBuild(t, `@tool("t") fn t(q: string, n: int = 1) {
-    x = "a #{q} b" + n;
-    if (!(n > 1) && q != "z") { return x } else if (n == 1) { print(-n) } else { return null }
-    y = q.first.second;
-    return "#{x}";
-}`)
-	body := p.Tool("t").Body.Native
-	if got, want := string(appendStmts(nil, body)), string(appendJSON(nil, stmtsJSON(body))); got != want {
-		t.Errorf("streaming\n %s\nobjects\n %s", got, want)
+// TestRemoveMargin: textwrap.dedent, which the runtime applies to python!
+// bodies (also to hand-built IR).
+func TestRemoveMargin(t *testing.T) {
+	cases := map[string]string{
+		"a\n  b":               "a\n  b",
+		"  a\n    b\n  c":      "a\n  b\nc",
+		"\n    a\n\n    b\n  ": "\na\n\nb\n",
+		"\ta\n\t\tb":           "a\n\tb",
+		"  a\r\n  b":           "a\nb",
+	}
+	for in, want := range cases {
+		if got := RemoveMargin(in); got != want {
+			t.Errorf("RemoveMargin(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestBuiltinTypesResolve: every name of the builtin type table is a type a
+// parameter can have (the table and resolveTerm cannot drift apart), and
+// an unknown name is suggested from the same table.
+func TestBuiltinTypesResolve(t *testing.T) {
+	args := map[string]string{"list": "[int]", "dict": "[str, int]", "Option": "[int]", "Optional": "[int]", "Result": "[int, str]"}
+	for name := range builtinTypes {
+		src := fmt.Sprintf("@tool(\"d\") fn f(a: %s%s) { return 1 }", name, args[name])
+		if _, diags := Compile("t.nx", Options{ReadFile: MapFiles(map[string]string{"t.nx": src})}); diags.HasErrors() {
+			t.Errorf("%s: %v", name, diags.Err())
+		}
+	}
+	src := "@tool(\"d\") fn f(a: Optonal) { return 1 }"
+	_, diags := Compile("t.nx", Options{ReadFile: MapFiles(map[string]string{"t.nx": src})})
+	if errs := diags.Errors(); len(errs) != 1 || errs[0].Hint != "did you mean `Optional`?" {
+		t.Errorf("diagnostics = %v", errs)
 	}
 }

@@ -5,10 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"runtime"
-	"strconv"
-	"sync"
-	"sync/atomic"
 )
 
 // hashVersion changes whenever the canonical encoding changes, so that an
@@ -16,256 +12,131 @@ import (
 const hashVersion = "nexa-ir-1"
 
 // CanonicalIR returns the canonical encoding of the program's IR that the
-// hash covers (without the source bytes): JSON with a fixed key order,
-// written directly (it runs on every compile). File paths are left out
-// (they depend on the machine and on how the file was named); declarations
-// name their file by its index in Files. Tests and tools use it to see what
-// the hash depends on.
+// hash covers (without the source bytes): the canonical JSON of
+// canonicalJSON, fields in the order of the types below. File paths are
+// left out (they depend on the machine and on how the file was named);
+// declarations name their file by its index in Files. Tests and tools use
+// it to see what the hash depends on.
 func CanonicalIR(p *Program) ([]byte, error) {
-	w := canonicalIR(p)
-	out := make([]byte, 0, w.size())
-	for _, c := range w.chunks {
-		out = append(out, c...)
-	}
-	return append(out, w.b...), nil
+	return canonicalJSON(canonicalForm(p)), nil
 }
 
-// canonicalIR writes the canonical IR into a chunked writer: big programs
-// give megabytes of IR, and chunks avoid copying them over and over as one
-// buffer grows (the hash reads the chunks in order).
-func canonicalIR(p *Program) *jw {
+// The canonical IR. Field order is part of the encoding, and so of every
+// program hash: changing it (or a field) needs a new hashVersion.
+type (
+	irProgram struct {
+		Version      string       `json:"version"`
+		ActiveConfig string       `json:"active_config"`
+		Tools        []irTool     `json:"tools"`
+		Agents       []irAgent    `json:"agents"`
+		Protocols    []irProtocol `json:"protocols"`
+		Decls        []irDecl     `json:"declarations"`
+	}
+	irTool struct {
+		Name             string          `json:"name"`
+		Description      string          `json:"description"`
+		Parameters       json.RawMessage `json:"parameters"`
+		Returns          string          `json:"returns"`
+		Risk             string          `json:"risk_level"`
+		RequiresApproval bool            `json:"requires_approval"`
+		Sandbox          bool            `json:"sandbox"`
+		Timeout          int             `json:"timeout"`
+		Idempotent       bool            `json:"idempotent"`
+		Category         string          `json:"category"`
+		Body             irBody          `json:"body"`
+	}
+	irBody struct {
+		Kind       string `json:"kind"`
+		Python     string `json:"python"`
+		PythonFile string `json:"python_file"`
+		MCP        string `json:"mcp"`
+		Native     []any  `json:"native"`
+	}
+	irAgent struct {
+		Name             string         `json:"name"`
+		Prompt           string         `json:"prompt"`
+		Role             string         `json:"role"`
+		Model            string         `json:"model"`
+		ModelFallbacks   []string       `json:"model_fallbacks"`
+		Tools            []string       `json:"tools"`
+		ImplicitTools    bool           `json:"implicit_tools"`
+		Uses             []irUse        `json:"uses"`
+		Implements       string         `json:"implements"`
+		Returns          string         `json:"returns"`
+		MaxToolCalls     int            `json:"max_tool_calls"`
+		ToolCallStrategy string         `json:"tool_call_strategy"`
+		Timeout          int            `json:"timeout"`
+		Retry            int            `json:"retry"`
+		Temperature      *float64       `json:"temperature"`
+		MaxTokens        int            `json:"max_tokens"`
+		OutputFormat     string         `json:"output_format"`
+		Stream           *bool          `json:"stream"`
+		Properties       map[string]any `json:"properties"`
+		Requires         []string       `json:"requires"`
+		Ensures          []string       `json:"ensures"`
+	}
+	irUse struct {
+		Kind string `json:"kind"`
+		Name string `json:"name"`
+	}
+	irProtocol struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+	}
+	irDecl struct {
+		Kind string `json:"kind"`
+		Name string `json:"name"`
+		File int    `json:"file"`
+		Line int    `json:"line"`
+	}
+)
+
+// canonicalForm is the program as the canonical IR shows it.
+func canonicalForm(p *Program) *irProgram {
 	fileIdx := make(map[string]int, len(p.Files))
 	for i, f := range p.Files {
 		fileIdx[f] = i
 	}
-	w := &jw{b: make([]byte, 0, jwChunk+jwSlack)}
-	w.open()
-	w.field("version", hashVersion)
-	w.field("active_config", p.ActiveConfig)
-	w.key("tools")
-	w.b = append(w.b, '[')
-	if workers := min(runtime.GOMAXPROCS(0), len(p.Tools)/parallelIRTools); workers > 1 {
-		// big programs: the tools are encoded in parts, in parallel,
-		// and the parts' chunks joined in order
-		parts := make([]*jw, workers)
-		var failed atomic.Bool
-		var wg sync.WaitGroup
-		for k := range parts {
-			parts[k] = &jw{b: make([]byte, 0, jwChunk+jwSlack)}
-			wg.Add(1)
-			go func(k int) {
-				defer wg.Done()
-				defer func() {
-					if recover() != nil {
-						failed.Store(true) // encode sequentially instead
-					}
-				}()
-				for i := k * len(p.Tools) / workers; i < (k+1)*len(p.Tools)/workers; i++ {
-					writeTool(parts[k], p, i)
-				}
-			}(k)
-		}
-		wg.Wait()
-		if failed.Load() {
-			for i := range p.Tools {
-				writeTool(w, p, i)
-			}
-		} else {
-			w.chunks = append(w.chunks, w.b)
-			for _, part := range parts {
-				w.chunks = append(append(w.chunks, part.chunks...), part.b)
-			}
-			w.b = make([]byte, 0, jwChunk+jwSlack)
-		}
-	} else {
-		for i := range p.Tools {
-			writeTool(w, p, i)
+	ir := &irProgram{
+		Version: hashVersion, ActiveConfig: p.ActiveConfig,
+		Tools:     make([]irTool, len(p.Tools)),
+		Agents:    make([]irAgent, len(p.Agents)),
+		Protocols: make([]irProtocol, len(p.Protocols)),
+		Decls:     make([]irDecl, len(p.Decls)),
+	}
+	for i, t := range p.Tools {
+		ir.Tools[i] = irTool{
+			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Returns: t.Returns,
+			Risk: t.Risk, RequiresApproval: t.RequiresApproval, Sandbox: t.Sandbox, Timeout: t.Timeout,
+			Idempotent: t.Idempotent, Category: t.Category,
+			Body: irBody{
+				Kind: string(t.Body.Kind), Python: t.Body.Python,
+				PythonFile: relToMain(p, t.Body.PythonFile), MCP: t.Body.MCP,
+				Native: stmtsJSON(t.Body.Native),
+			},
 		}
 	}
-	w.b = append(w.b, ']')
-	w.key("agents")
-	w.b = append(w.b, '[')
 	for i, a := range p.Agents {
-		if i > 0 {
-			w.b = append(w.b, ',')
-		}
-		uses := make([]any, len(a.Uses))
+		uses := make([]irUse, len(a.Uses))
 		for j, u := range a.Uses {
-			uses[j] = newObj().set("kind", string(u.Kind)).set("name", u.Name)
+			uses[j] = irUse{Kind: string(u.Kind), Name: u.Name}
 		}
-		w.open()
-		w.field("name", a.Name)
-		w.field("prompt", a.Prompt)
-		w.field("role", a.Role)
-		w.field("model", a.Model)
-		w.field("model_fallbacks", a.ModelFallbacks)
-		w.field("tools", a.Tools)
-		w.field("implicit_tools", a.ImplicitTools)
-		w.field("uses", uses)
-		w.field("implements", a.Implements)
-		w.field("returns", a.Returns)
-		w.field("max_tool_calls", a.MaxToolCalls)
-		w.field("tool_call_strategy", a.ToolCallStrategy)
-		w.field("timeout", a.Timeout)
-		w.field("retry", a.Retry)
-		w.field("temperature", a.Temperature)
-		w.field("max_tokens", a.MaxTokens)
-		w.field("output_format", a.OutputFormat)
-		w.field("stream", a.Stream)
-		w.field("properties", a.Properties)
-		w.field("requires", a.Requires)
-		w.field("ensures", a.Ensures)
-		w.close()
-		w.flush()
+		ir.Agents[i] = irAgent{
+			Name: a.Name, Prompt: a.Prompt, Role: a.Role, Model: a.Model, ModelFallbacks: a.ModelFallbacks,
+			Tools: a.Tools, ImplicitTools: a.ImplicitTools, Uses: uses, Implements: a.Implements,
+			Returns: a.Returns, MaxToolCalls: a.MaxToolCalls, ToolCallStrategy: a.ToolCallStrategy,
+			Timeout: a.Timeout, Retry: a.Retry, Temperature: a.Temperature, MaxTokens: a.MaxTokens,
+			OutputFormat: a.OutputFormat, Stream: a.Stream, Properties: a.Properties,
+			Requires: a.Requires, Ensures: a.Ensures,
+		}
 	}
-	w.b = append(w.b, ']')
-	w.key("protocols")
-	w.b = append(w.b, '[')
 	for i, pr := range p.Protocols {
-		if i > 0 {
-			w.b = append(w.b, ',')
-		}
-		w.open()
-		w.field("name", pr.Name)
-		w.field("schema", pr.Schema)
-		w.close()
-		w.flush()
+		ir.Protocols[i] = irProtocol{Name: pr.Name, Schema: pr.Schema}
 	}
-	w.b = append(w.b, ']')
-	w.key("declarations")
-	w.b = append(w.b, '[')
 	for i, d := range p.Decls {
-		if i > 0 {
-			w.b = append(w.b, ',')
-		}
-		w.open()
-		w.str("kind", d.Kind)
-		w.str("name", d.Name)
-		w.int("file", fileIdx[d.File])
-		w.int("line", d.Line)
-		w.close()
-		w.flush()
+		ir.Decls[i] = irDecl{Kind: d.Kind, Name: d.Name, File: fileIdx[d.File], Line: d.Line}
 	}
-	w.b = append(w.b, ']')
-	w.close()
-	return w
-}
-
-// parallelIRTools is the number of tools per core from which canonicalIR
-// encodes tools in parallel (a variable for tests).
-var parallelIRTools = 256
-
-// writeTool writes tool i of p, preceded by a comma unless it is the first.
-func writeTool(w *jw, p *Program, i int) {
-	t := p.Tools[i]
-	if i > 0 {
-		w.b = append(w.b, ',')
-	}
-	w.open()
-	w.str("name", t.Name)
-	w.str("description", t.Description)
-	w.raw("parameters", t.Parameters)
-	w.str("returns", t.Returns)
-	w.str("risk_level", t.Risk)
-	w.bool("requires_approval", t.RequiresApproval)
-	w.bool("sandbox", t.Sandbox)
-	w.int("timeout", t.Timeout)
-	w.bool("idempotent", t.Idempotent)
-	w.str("category", t.Category)
-	w.key("body")
-	w.open()
-	w.str("kind", string(t.Body.Kind))
-	w.str("python", t.Body.Python)
-	w.str("python_file", relToMain(p, t.Body.PythonFile))
-	w.str("mcp", t.Body.MCP)
-	w.key("native")
-	w.b = appendStmts(w.b, t.Body.Native)
-	w.close()
-	w.close()
-	w.flush()
-}
-
-// jwChunk is the size at which the IR writer starts a new chunk; jwSlack
-// leaves room for the element that crosses it.
-const (
-	jwChunk = 64 << 10
-	jwSlack = 4 << 10
-)
-
-// jw writes a JSON object field by field, into b and, once b is full,
-// into further chunks (see canonicalIR).
-type jw struct {
-	b      []byte
-	chunks [][]byte // full chunks written before b
-	fresh  bool     // no field written yet in the current object
-}
-
-// flush starts a new chunk when the current one is full. It is called
-// between elements, so a chunk may end in the middle of the JSON text but
-// the chunks concatenated are the text.
-func (w *jw) flush() {
-	if len(w.b) < jwChunk {
-		return
-	}
-	w.chunks = append(w.chunks, w.b)
-	w.b = make([]byte, 0, jwChunk+jwSlack)
-}
-
-// size is the total length written.
-func (w *jw) size() int {
-	n := len(w.b)
-	for _, c := range w.chunks {
-		n += len(c)
-	}
-	return n
-}
-
-func (w *jw) str(k, v string) {
-	w.key(k)
-	w.b = appendString(w.b, v)
-}
-
-func (w *jw) raw(k string, v json.RawMessage) {
-	w.key(k)
-	if len(v) == 0 {
-		w.b = append(w.b, "null"...)
-		return
-	}
-	w.b = append(w.b, v...)
-}
-
-func (w *jw) bool(k string, v bool) {
-	w.key(k)
-	w.b = strconv.AppendBool(w.b, v)
-}
-
-func (w *jw) int(k string, v int) {
-	w.key(k)
-	w.b = strconv.AppendInt(w.b, int64(v), 10)
-}
-
-func (w *jw) open() {
-	w.b = append(w.b, '{')
-	w.fresh = true
-}
-
-func (w *jw) close() {
-	w.b = append(w.b, '}')
-	w.fresh = false
-}
-
-func (w *jw) key(k string) {
-	if !w.fresh {
-		w.b = append(w.b, ',')
-	}
-	w.fresh = false
-	w.b = appendString(w.b, k)
-	w.b = append(w.b, ':')
-}
-
-func (w *jw) field(k string, v any) {
-	w.key(k)
-	w.b = appendJSON(w.b, v)
+	return ir
 }
 
 // relToMain makes a path relative to the main file's directory when it is
@@ -281,16 +152,10 @@ func relToMain(p *Program, path string) string {
 // length and bytes of every source file in program order (and the bytes of
 // legacy python: files, which are source too).
 func (c *compiler) hash(p *Program) string {
-	ir := canonicalIR(p)
+	ir := canonicalJSON(canonicalForm(p))
 	h := sha256.New()
-	var num [20]byte
-	h.Write([]byte(hashVersion + "\n"))
-	h.Write(strconv.AppendInt(num[:0], int64(ir.size()), 10))
-	h.Write([]byte("\n"))
-	for _, chunk := range ir.chunks {
-		h.Write(chunk)
-	}
-	h.Write(ir.b)
+	fmt.Fprintf(h, "%s\n%d\n", hashVersion, len(ir))
+	h.Write(ir)
 	for _, s := range c.sources {
 		fmt.Fprintf(h, "\nsource %d\n", len(s.data))
 		h.Write(s.data)

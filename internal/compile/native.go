@@ -118,92 +118,6 @@ func (*Binary) expr()  {}
 // The JSON forms carry a "kind" so that the canonical encoding of a body is
 // unambiguous (it is part of the program hash) and readable in tests.
 
-// appendStmts writes statements in their JSON form (the same bytes as
-// nodeObj would give, without building the objects: it runs for every
-// native body on every compile, for the hash).
-func appendStmts(b []byte, ss []Stmt) []byte {
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendNode(b, s)
-	}
-	return append(b, ']')
-}
-
-func appendExpr(b []byte, e Expr) []byte {
-	if e == nil {
-		return append(b, "null"...)
-	}
-	return appendNode(b, e)
-}
-
-func appendNode(b []byte, n any) []byte {
-	switch x := n.(type) {
-	case *ReturnStmt:
-		b = append(b, `{"kind":"return","value":`...)
-		b = appendExpr(b, x.Value)
-	case *PrintStmt:
-		b = append(b, `{"kind":"print","value":`...)
-		b = appendExpr(b, x.Value)
-	case *AssignStmt:
-		b = append(b, `{"kind":"assign","name":`...)
-		b = appendString(b, x.Name)
-		b = append(b, `,"value":`...)
-		b = appendExpr(b, x.Value)
-	case *IfStmt:
-		b = append(b, `{"kind":"if","cond":`...)
-		b = appendExpr(b, x.Cond)
-		b = append(b, `,"then":`...)
-		b = appendStmts(b, x.Then)
-		b = append(b, `,"else":`...)
-		b = appendStmts(b, x.Else)
-	case *Literal:
-		b = append(b, `{"kind":"literal","value":`...)
-		b = appendJSON(b, x.Value)
-	case *Interp:
-		b = append(b, `{"kind":"interp","parts":[`...)
-		for i, p := range x.Parts {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if p.Expr != nil {
-				b = append(b, `{"expr":`...)
-				b = appendExpr(b, p.Expr)
-			} else {
-				b = append(b, `{"text":`...)
-				b = appendString(b, p.Text)
-			}
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	case *Name:
-		b = append(b, `{"kind":"name","name":`...)
-		b = appendString(b, x.Name)
-	case *Member:
-		b = append(b, `{"kind":"member","x":`...)
-		b = appendExpr(b, x.X)
-		b = append(b, `,"name":`...)
-		b = appendString(b, x.Name)
-	case *Unary:
-		b = append(b, `{"kind":"unary","op":`...)
-		b = appendString(b, x.Op)
-		b = append(b, `,"x":`...)
-		b = appendExpr(b, x.X)
-	case *Binary:
-		b = append(b, `{"kind":"binary","op":`...)
-		b = appendString(b, x.Op)
-		b = append(b, `,"l":`...)
-		b = appendExpr(b, x.L)
-		b = append(b, `,"r":`...)
-		b = appendExpr(b, x.R)
-	default:
-		return append(b, "{}"...)
-	}
-	return append(b, '}')
-}
-
 // nodeObj returns the JSON object form of a statement or expression.
 func nodeObj(n any) *obj {
 	switch x := n.(type) {
@@ -255,31 +169,31 @@ func stmtsJSON(ss []Stmt) []any {
 }
 
 // MarshalJSON implements json.Marshaler.
-func (s *ReturnStmt) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(s)), nil }
+func (s *ReturnStmt) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(s)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (s *PrintStmt) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(s)), nil }
+func (s *PrintStmt) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(s)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (s *AssignStmt) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(s)), nil }
+func (s *AssignStmt) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(s)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (s *IfStmt) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(s)), nil }
+func (s *IfStmt) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(s)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Literal) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(e)), nil }
+func (e *Literal) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(e)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Interp) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(e)), nil }
+func (e *Interp) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(e)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Name) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(e)), nil }
+func (e *Name) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(e)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Member) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(e)), nil }
+func (e *Member) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(e)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Unary) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(e)), nil }
+func (e *Unary) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(e)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Binary) MarshalJSON() ([]byte, error) { return appendJSON(nil, nodeObj(e)), nil }
+func (e *Binary) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(e)), nil }

@@ -1,9 +1,9 @@
 package compile
 
 import (
-	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/nexa-run/nexa/internal/lang"
@@ -60,11 +60,6 @@ func (o *obj) clone() *obj {
 	return c
 }
 
-// MarshalJSON encodes the keys in insertion order.
-func (o *obj) MarshalJSON() ([]byte, error) {
-	return appendJSON(nil, o), nil
-}
-
 // The schemas of the primitive types, shared by every use (never changed:
 // see obj), and their nullable forms.
 var (
@@ -96,16 +91,26 @@ type typeInfo struct {
 	optional bool
 }
 
+// builtinTypes are the type names of language.md 4.1 and their 2.x
+// aliases: the schema of each scalar type, or nil for the generic ones
+// (list, dict, Option, Result), whose schemas resolveTerm builds from their
+// arguments. Resolution, the "takes no type arguments" check and the
+// suggestions for an unknown name all read this one table.
+var builtinTypes = map[string]*obj{
+	"string": schemaString, "str": schemaString,
+	"int": schemaInteger, "integer": schemaInteger,
+	"float": schemaNumber, "number": schemaNumber,
+	"bool": schemaBoolean, "boolean": schemaBoolean,
+	"any": schemaAny, "unit": schemaNull,
+	"list": nil, "dict": nil, "Option": nil, "Optional": nil, "Result": nil,
+}
+
 // typeNames lists every type name a program may use, for suggestions.
 func (c *compiler) typeNames() []string {
-	names := []string{"string", "str", "int", "float", "number", "bool", "boolean", "list", "dict", "Option", "Result"}
-	for n := range c.protocols {
-		names = append(names, n)
-	}
-	for n := range c.aliases {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Collect(maps.Keys(builtinTypes))
+	names = slices.AppendSeq(names, maps.Keys(c.protocols))
+	names = slices.AppendSeq(names, maps.Keys(c.aliases))
+	slices.Sort(names)
 	return names
 }
 
@@ -154,18 +159,15 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 		return ti
 	}
 	var ti typeInfo
-	switch name {
-	case "string", "str":
-		ti.schema = schemaString
-	case "int", "integer":
-		ti.schema = schemaInteger
-	case "float", "number":
-		ti.schema = schemaNumber
-	case "bool", "boolean":
-		ti.schema = schemaBoolean
-	case "any":
-		ti.schema = schemaAny
-	case "list":
+	scalar := builtinTypes[name]
+	switch {
+	case scalar != nil:
+		ti.schema = scalar
+		if len(args) > 0 {
+			c.errorAt(pos, lang.CodeUnknownType, "only list, dict, Option and Result take type arguments",
+				"type `%s` takes no type arguments", name)
+		}
+	case name == "list":
 		ti.schema = newObj().set("type", "array")
 		if len(args) > 1 {
 			c.errorAt(pos, lang.CodeUnknownType, "write list[T]", "list takes one type argument, found %d", len(args))
@@ -174,7 +176,7 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 			item := c.resolveType(args[0], ctx)
 			ti.schema.set("items", nullable(item))
 		}
-	case "dict":
+	case name == "dict":
 		ti.schema = newObj().set("type", "object")
 		switch len(args) {
 		case 0:
@@ -192,7 +194,7 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 		default:
 			c.errorAt(pos, lang.CodeUnknownType, "write dict or dict[K, V]", "dict takes two type arguments, found %d", len(args))
 		}
-	case "Result":
+	case name == "Result":
 		// Result[T, E] (2.x): the value is either a T or an E
 		if len(args) != 2 {
 			c.errorAt(pos, lang.CodeUnknownType, "write Result[T, E]", "Result takes two type arguments, found %d", len(args))
@@ -202,9 +204,7 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 		ok := c.resolveType(args[0], ctx)
 		bad := c.resolveType(args[1], ctx)
 		ti.schema = newObj().set("anyOf", []any{nullable(ok), nullable(bad)})
-	case "unit":
-		ti.schema = schemaNull
-	case "Option", "Optional":
+	case name == "Option" || name == "Optional":
 		if len(args) != 1 {
 			c.errorAt(pos, lang.CodeUnknownType, "write Option[T]", "%s takes one type argument, found %d", name, len(args))
 			ti.schema = schemaString
@@ -225,13 +225,6 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 			c.errorAt(pos, lang.CodeUnknownType, hint, "unknown type `%s` in %s", name, ctx)
 			ti.schema = schemaString
 		}
-		if len(args) > 0 {
-			c.errorAt(pos, lang.CodeUnknownType, "only list, dict, Option and Result take type arguments",
-				"type `%s` takes no type arguments", name)
-		}
-	}
-	switch name {
-	case "string", "str", "int", "integer", "float", "number", "bool", "boolean", "any", "unit":
 		if len(args) > 0 {
 			c.errorAt(pos, lang.CodeUnknownType, "only list, dict, Option and Result take type arguments",
 				"type `%s` takes no type arguments", name)
@@ -290,12 +283,6 @@ func (c *compiler) parseQuotedType(s *lang.StringLit) (*lang.TypeExpr, bool) {
 func (c *compiler) protocolSchema(p *protoDecl, at lang.Position) *obj {
 	if p.schema != nil {
 		return p.schema
-	}
-	if c.fork {
-		// (every schema is computed before tools are, so this does not
-		// happen; a fork must not compute one)
-		c.probed = true
-		return newObj().set("type", "object")
 	}
 	if p.resolving {
 		c.errorAt(at, lang.CodeUnknownType, "use a list or an optional field for recursive data, or flatten it",
@@ -470,11 +457,6 @@ func numberText(n *lang.NumberLit) string {
 		return "-" + n.Text
 	}
 	return n.Text
-}
-
-// compactJSON encodes v without spaces.
-func compactJSON(v any) json.RawMessage {
-	return appendJSON(make([]byte, 0, 256), v)
 }
 
 func joinNames(names []string) string {

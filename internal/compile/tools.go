@@ -1,13 +1,9 @@
 package compile
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/nexa-run/nexa/internal/lang"
 )
@@ -21,62 +17,11 @@ var toolSettings = []string{"description", "risk_level", "requires_approval", "s
 // DefaultToolTimeout is the timeout of a tool that sets none, in seconds.
 const DefaultToolTimeout = 60
 
-// parallelTools is the number of @tool functions per core from which
-// compileTools spreads them over the cores (a variable so that tests can
-// compare with a sequential compilation).
-var parallelTools = 128
-
-// compileTools compiles every tool declaration, in program order. Big
-// programs are compiled in parallel first, each worker on a fork of the
-// compiler: a tool compiled there without any diagnostic and without
-// asking for a suggestion is final (compiling it touched nothing shared).
-// Every other tool — and every legacy tool block, which reads files — is
-// then compiled by the compiler itself, in program order, so diagnostics
-// and the program-wide suggestion budget come out exactly as from a
-// sequential compilation.
+// compileTools compiles every tool declaration, in program order.
 func (c *compiler) compileTools() []*Tool {
 	out := make([]*Tool, len(c.tools))
-	done := make([]bool, len(c.tools))
-	workers := min(runtime.GOMAXPROCS(0), len(c.tools)/parallelTools)
-	if workers > 1 {
-		const block = 64
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				// a tool whose compilation fails here in an unforeseen
-				// way is left to the sequential pass, which then behaves
-				// exactly as a sequential compilation would
-				defer func() { _ = recover() }()
-				f := *c
-				f.diags, f.scratch, f.aliasStack, f.fork = nil, nil, nil, true
-				for {
-					start := int(next.Add(block)) - block
-					if start >= len(c.tools) {
-						return
-					}
-					for i := start; i < min(start+block, len(c.tools)); i++ {
-						fn, ok := c.tools[i].decl.(*lang.ToolFn)
-						if !ok {
-							continue
-						}
-						f.diags, f.probed = f.diags[:0], false
-						ir := f.compileToolFn(fn, c.tools[i].src)
-						if len(f.diags) == 0 && !f.probed {
-							out[i], done[i] = ir, true
-						}
-					}
-				}
-			}()
-		}
-		wg.Wait()
-	}
 	for i, t := range c.tools {
-		if !done[i] {
-			out[i] = c.compileTool(t)
-		}
+		out[i] = c.compileTool(t)
 	}
 	return out
 }
@@ -120,11 +65,8 @@ func (c *compiler) compileToolFn(fn *lang.ToolFn, src *source) *Tool {
 		c.errorAt(deco.Pos, lang.CodeMissingDesc, `the first argument of @tool is the description the model reads: @tool("Search the web", …)`,
 			"tool %s needs a non-empty description", name)
 	}
-	// parameters: the schema is written straight to JSON (the same bytes
-	// as building it as an obj, without the per-parameter objects)
-	b := append(c.scratch[:0], `{"type":"object","properties":{`...)
+	properties := newObj()
 	required := make([]string, 0, len(fn.Params))
-	written := 0
 	for i, p := range fn.Params {
 		if prev := findParam(fn.Params[:i], p.Name); prev != nil {
 			c.add(Diagnostic{File: p.Pos.Filename, Line: p.Pos.Line, Column: p.Pos.Column, Code: lang.CodeDuplicate,
@@ -157,22 +99,17 @@ func (c *compiler) compileToolFn(fn *lang.ToolFn, src *source) *Tool {
 			def, hasDef = c.defaultJSON(p.Default, ti, p.Name)
 			optional = true
 		}
-		if written > 0 {
-			b = append(b, ',')
+		schema := ps.clone().set("description", desc)
+		if hasDef {
+			schema.set("default", def)
 		}
-		written++
-		b = appendString(b, p.Name)
-		b = append(b, ':')
-		b = appendParamSchema(b, ps, desc, def, hasDef)
+		properties.set(p.Name, schema)
 		if !optional {
 			required = append(required, p.Name)
 		}
 	}
-	b = append(b, `},"required":`...)
-	b = appendJSON(b, required)
-	b = append(b, `,"additionalProperties":false}`...)
-	tool.Parameters = append(json.RawMessage(make([]byte, 0, len(b))), b...)
-	c.scratch = b
+	tool.Parameters = compactJSON(newObj().set("type", "object").set("properties", properties).
+		set("required", required).set("additionalProperties", false))
 	if fn.Returns != nil {
 		c.resolveType(fn.Returns, typeCtx{"the return type of tool ", name})
 		tool.Returns = fn.Returns.String()
@@ -189,43 +126,6 @@ func findParam(params []*lang.Param, name string) *lang.Param {
 		}
 	}
 	return nil
-}
-
-// appendParamSchema writes a parameter's schema: the type's schema s with
-// its description set to desc and, when hasDef, its default to def (a key
-// s already has keeps its place, as obj.set would).
-func appendParamSchema(b []byte, s *obj, desc string, def any, hasDef bool) []byte {
-	b = append(b, '{')
-	doneDesc, doneDef := false, false
-	for i, m := range s.m {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, m.k)
-		b = append(b, ':')
-		switch {
-		case m.k == "description":
-			b = appendString(b, desc)
-			doneDesc = true
-		case m.k == "default" && hasDef:
-			b = appendJSON(b, def)
-			doneDef = true
-		default:
-			b = appendJSON(b, m.v)
-		}
-	}
-	if !doneDesc {
-		if len(s.m) > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `"description":`...)
-		b = appendString(b, desc)
-	}
-	if hasDef && !doneDef {
-		b = append(b, `,"default":`...)
-		b = appendJSON(b, def)
-	}
-	return append(b, '}')
 }
 
 // toolSettings reads the arguments of @tool(…).
@@ -448,47 +348,46 @@ func Dedent(text string) string {
 	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
 		lines = lines[:len(lines)-1]
 	}
-	if len(lines) == 0 {
+	switch {
+	case len(lines) == 0:
 		return ""
+	case !startsOnQuoteLine(text):
+		return RemoveMargin(strings.Join(lines, "\n"))
+	case len(lines) == 1:
+		return strings.TrimLeft(lines[0], " \t")
 	}
-	first := strings.TrimLeft(lines[0], " \t")
-	rest := lines[1:]
-	prefix := ""
-	have := false
-	for _, l := range rest {
-		if strings.TrimSpace(l) == "" {
+	return strings.TrimLeft(lines[0], " \t") + "\n" + RemoveMargin(strings.Join(lines[1:], "\n"))
+}
+
+// RemoveMargin removes the whitespace prefix common to every non-blank line
+// and empties blank lines, like Python's textwrap.dedent, after normalising
+// CRLF line ends. Unlike Dedent it gives the first line no special place, so
+// applying it again changes nothing: the runtime applies it to python!
+// bodies, which the compiler has already dedented, so that hand-built IR
+// works too.
+func RemoveMargin(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	lines := strings.Split(s, "\n")
+	margin, first := "", true
+	for _, l := range lines {
+		if strings.TrimLeft(l, " \t") == "" {
 			continue
 		}
-		ind := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
-		if !have {
-			prefix, have = ind, true
+		indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
+		if first {
+			margin, first = indent, false
 			continue
 		}
-		prefix = commonPrefix(prefix, ind)
+		margin = commonPrefix(margin, indent)
 	}
-	// when the first line was on its own line, its indentation counts too
-	if text == "" || !startsOnQuoteLine(text) {
-		ind := lines[0][:len(lines[0])-len(first)]
-		if !have {
-			prefix = ind
-		} else {
-			prefix = commonPrefix(prefix, ind)
-		}
-	}
-	var b strings.Builder
-	if startsOnQuoteLine(text) {
-		b.WriteString(first)
-	} else {
-		b.WriteString(strings.TrimPrefix(lines[0], prefix))
-	}
-	for _, l := range rest {
-		b.WriteByte('\n')
-		if strings.TrimSpace(l) == "" {
+	for i, l := range lines {
+		if strings.TrimLeft(l, " \t") == "" {
+			lines[i] = ""
 			continue
 		}
-		b.WriteString(strings.TrimPrefix(l, prefix))
+		lines[i] = l[len(margin):]
 	}
-	return b.String()
+	return strings.Join(lines, "\n")
 }
 
 // startsOnQuoteLine reports whether the body's first text is on the line of

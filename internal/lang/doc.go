@@ -10,10 +10,8 @@
 // (multi-line strings, raw triple-quoted strings, the escape rule below,
 // comments that are text inside strings) do not fit a regular-expression
 // lexer well. Internally it produces compact tokens (offsets, line, column
-// and type, no pointers: cheap to allocate and nothing for the garbage
-// collector to scan); participle's lexer.Token values are built from them
-// only where they are read (Lex, the declaration being parsed, participle's
-// token streams).
+// and type, no pointers); participle's lexer.Token values are built from
+// them only where they are read.
 //
 // Splitting the file into declarations before parsing gives error recovery:
 // a syntax error in one declaration is reported and parsing resumes at the
@@ -22,28 +20,23 @@
 // unclosed block ends that block with "expected `}`", which is what a
 // missing brace usually is. The splitter is iterative and checks bracket
 // depth (MaxDepth) before anything recursive runs, so deep nesting gives a
-// positioned error instead of exhausting the stack. Declarations are parsed
-// in parallel; kinds nexa agent does not run (flow, test, job, …) are kept
-// as balanced token ranges.
+// positioned error instead of exhausting the stack. Kinds nexa agent does
+// not run (flow, test, job, …) are kept as balanced token ranges.
 //
-// The grammar of the declarations is participle struct tags in ast.go,
+// # Where the grammar lives
+//
+// Every declaration nexa compiles is parsed by participle from the struct
+// tags of its type in ast.go: ToolFn (@tool functions), Agent, LegacyTool,
+// Protocol, Include, UseConfig and TypeDecl, with their parts (Property,
+// Key, UseItem, Clause, AgentItem, Field, Name, StringLit). The grammar is
 // written LL(1) and parsed without backtracking (UseLookahead(0)), so that
-// an error is reported where it happens. Agents, protocols, legacy tool
-// blocks, includes, `use config` and type declarations are parsed by
-// participle from those tags. @tool functions — by far the most frequent
-// declaration — are parsed by hand (parseToolFn, toolfn.go) straight from
-// the lexed tokens, implementing the grammar of ToolFn's tags; a test
-// (TestToolFnMatchesGrammar, and its fuzz target) checks that both give the
-// same AST and the same errors. Copying every token into a participle
-// stream and the reflective parse made a 3,000-tool program take about
-// 100 ms to compile. The most frequent productions — values, types,
-// decorators, parameters, statement blocks and expressions — are written by
-// hand too and implement participle.Parseable, so that participle's
-// grammars use them (leaf.go, stmt.go, expr.go); they read a cursor that is
-// either participle's PeekingLexer or a declaration's tokens, and allocate
-// their nodes from slabs when parsing by hand (nodes.go). Hand-written
-// productions can also say "expected a value" instead of quoting grammar.
-//
+// an error is reported where it happens. The nodes below a declaration
+// that recur or nest — values (leaf.go), types (leaf.go), decorators and
+// parameters (stmt.go), statement blocks (stmt.go), expressions (expr.go)
+// and unsupported 2.x statements (otherstmt.go) — implement
+// participle.Parseable by hand; each says what it accepts in its comment
+// and reports "expected a value"-style errors in the language's words.
+// Each construct is defined in exactly one of these places.
 // # String escape rule
 //
 // As in 2.x, a "…" string is read up to the next double quote and a

@@ -35,32 +35,32 @@ const exprWords = "an expression"
 
 // Parse implements participle.Parseable.
 func (e *Expr) Parse(pl *lexer.PeekingLexer) error {
-	lex := &cursor{pl: pl}
+	lex := cursor{pl}
 	if !startsExpr(lex.Peek()) {
 		return participle.NextMatch
 	}
 	return parseExpr(lex, e)
 }
 
-func parseExpr(lex *cursor, e *Expr) error {
+func parseExpr(lex cursor, e *Expr) error {
 	e.Pos = lex.Peek().Pos
-	e.Left = lex.n.unary()
+	e.Left = new(Unary)
 	if err := parseUnary(lex, e.Left); err != nil {
 		return err
 	}
 	for isBinaryOp(lex.Peek()) {
 		t := lex.Next()
-		op := lex.n.binOp()
-		op.Pos, op.Op, op.Right = t.Pos, t.Value, lex.n.unary()
+		op := new(BinOp)
+		op.Pos, op.Op, op.Right = t.Pos, t.Value, new(Unary)
 		if err := parseUnary(lex, op.Right); err != nil {
 			return err
 		}
-		e.Ops = lex.n.pushOp(e.Ops, op)
+		e.Ops = append(e.Ops, op)
 	}
 	return nil
 }
 
-func parseUnary(lex *cursor, u *Unary) error {
+func parseUnary(lex cursor, u *Unary) error {
 	u.Pos = lex.Peek().Pos
 	for {
 		t := lex.Peek()
@@ -71,13 +71,13 @@ func parseUnary(lex *cursor, u *Unary) error {
 		}
 		break
 	}
-	u.X = lex.n.postfix()
+	u.X = new(Postfix)
 	return parsePostfix(lex, u.X)
 }
 
-func parsePostfix(lex *cursor, p *Postfix) error {
+func parsePostfix(lex cursor, p *Postfix) error {
 	p.Pos = lex.Peek().Pos
-	p.Primary = lex.n.primary()
+	p.Primary = new(Primary)
 	if err := parsePrimary(lex, p.Primary); err != nil {
 		return err
 	}
@@ -150,23 +150,23 @@ func parsePostfix(lex *cursor, p *Postfix) error {
 	}
 }
 
-func parsePrimary(lex *cursor, p *Primary) error {
+func parsePrimary(lex cursor, p *Primary) error {
 	t := lex.Peek()
 	p.Pos = t.Pos
 	switch {
 	case t.Type == Number:
-		p.Number = lex.n.str(t.Value)
+		p.Number = new(t.Value)
 	case t.Type == String || t.Type == RawString:
-		p.Str = lex.n.strLit(t.Pos, t.Value)
+		p.Str = &StringLit{Pos: t.Pos, Raw: t.Value}
 	case t.Type == Ident && (t.Value == "true" || t.Value == "false"):
-		p.Bool = lex.n.str(t.Value)
+		p.Bool = new(t.Value)
 	case t.Type == Ident && (t.Value == "null" || t.Value == "None" || t.Value == "nil"):
 		p.Null = true
 	case t.Type == Ident:
-		p.Name = lex.n.str(t.Value)
+		p.Name = new(t.Value)
 	case isPunct(t, "("):
 		lex.Next()
-		p.Paren = lex.n.expr()
+		p.Paren = new(Expr)
 		if !startsExpr(lex.Peek()) {
 			return expected(lex.Peek(), exprWords)
 		}

@@ -28,7 +28,7 @@ func startsValue(t *lexer.Token) bool {
 
 // Parse implements participle.Parseable.
 func (v *Value) Parse(pl *lexer.PeekingLexer) error {
-	lex := &cursor{pl: pl}
+	lex := cursor{pl}
 	if !startsValue(lex.Peek()) {
 		return participle.NextMatch
 	}
@@ -37,7 +37,7 @@ func (v *Value) Parse(pl *lexer.PeekingLexer) error {
 
 // parseValue reads one value; recursion is bounded by the bracket depth the
 // splitter already checked.
-func parseValue(lex *cursor, v *Value) error {
+func parseValue(lex cursor, v *Value) error {
 	t := lex.Peek()
 	v.Pos = t.Pos
 	switch {
@@ -48,19 +48,19 @@ func parseValue(lex *cursor, v *Value) error {
 			return expected(n, "a number after `-`")
 		}
 		lex.Next()
-		v.Number = lex.n.numLit(t.Pos, true, n.Value)
+		v.Number = &NumberLit{Pos: t.Pos, Neg: true, Text: n.Value}
 	case t.Type == Number:
 		lex.Next()
-		v.Number = lex.n.numLit(t.Pos, false, t.Value)
+		v.Number = &NumberLit{Pos: t.Pos, Neg: false, Text: t.Value}
 	case t.Type == String || t.Type == RawString:
 		lex.Next()
-		v.Str = lex.n.strLit(t.Pos, t.Value)
+		v.Str = &StringLit{Pos: t.Pos, Raw: t.Value}
 	case t.Type == Ident && (t.Value == "true" || t.Value == "false"):
 		lex.Next()
-		v.Bool = lex.n.str(t.Value)
+		v.Bool = new(t.Value)
 	case t.Type == Ident:
 		lex.Next()
-		ref := lex.n.ref(t.Pos, t.Value)
+		ref := &RefLit{Pos: t.Pos, Parts: []string{t.Value}}
 		for isPunct(lex.Peek(), ".") {
 			n := lex.PeekAfter()
 			if n.Type != Ident {
@@ -83,13 +83,13 @@ func parseValue(lex *cursor, v *Value) error {
 			if !startsValue(n) {
 				return expected(n, valueWords+" or `]`")
 			}
-			it := &ListItem{Pos: n.Pos, First: lex.n.value()}
+			it := &ListItem{Pos: n.Pos, First: new(Value)}
 			if err := parseValue(lex, it.First); err != nil {
 				return err
 			}
 			if isPunct(lex.Peek(), ":") {
 				lex.Next()
-				it.Labeled = lex.n.value()
+				it.Labeled = new(Value)
 				if !startsValue(lex.Peek()) {
 					return expected(lex.Peek(), valueWords)
 				}
@@ -131,7 +131,7 @@ func parseValue(lex *cursor, v *Value) error {
 				return expected(c, "`:`")
 			}
 			lex.Next()
-			val := lex.n.value()
+			val := new(Value)
 			if !startsValue(lex.Peek()) {
 				return expected(lex.Peek(), valueWords)
 			}
@@ -152,7 +152,7 @@ func parseValue(lex *cursor, v *Value) error {
 
 // Parse implements participle.Parseable.
 func (te *TypeExpr) Parse(pl *lexer.PeekingLexer) error {
-	lex := &cursor{pl: pl}
+	lex := cursor{pl}
 	t := lex.Peek()
 	if t.Type != Ident && t.Type != String && t.Type != RawString {
 		return participle.NextMatch
@@ -162,17 +162,17 @@ func (te *TypeExpr) Parse(pl *lexer.PeekingLexer) error {
 
 const typeWords = "a type (string, int, float, bool, list[T], dict[K, V], a protocol name, …)"
 
-func parseType(lex *cursor, te *TypeExpr) error {
+func parseType(lex cursor, te *TypeExpr) error {
 	te.Pos = lex.Peek().Pos
 	for {
 		t := lex.Peek()
-		term := lex.n.typeTerm()
+		term := new(TypeTerm)
 		term.Pos = t.Pos
 		switch t.Type {
 		case Ident:
 			term.Name = t.Value
 		case String, RawString:
-			term.Quoted = lex.n.strLit(t.Pos, t.Value)
+			term.Quoted = &StringLit{Pos: t.Pos, Raw: t.Value}
 		default:
 			return expected(t, typeWords)
 		}
@@ -182,11 +182,11 @@ func parseType(lex *cursor, te *TypeExpr) error {
 			case isPunct(n, "["):
 				lex.Next()
 				for {
-					arg := lex.n.typeExpr()
+					arg := new(TypeExpr)
 					if err := parseType(lex, arg); err != nil {
 						return err
 					}
-					term.Args = lex.n.pushType(term.Args, arg)
+					term.Args = append(term.Args, arg)
 					c := lex.Peek()
 					if isPunct(c, ",") {
 						lex.Next()
@@ -224,7 +224,7 @@ func parseType(lex *cursor, te *TypeExpr) error {
 			lex.Next()
 			term.Optional = true
 		}
-		te.Alts = lex.n.pushTerm(te.Alts, term)
+		te.Alts = append(te.Alts, term)
 		if !isPunct(lex.Peek(), "|") {
 			return nil
 		}

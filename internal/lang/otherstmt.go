@@ -69,12 +69,12 @@ type OtherStmt struct {
 // follows up to a `;` or the end of the statement's block(s), without
 // recursion.
 func (o *OtherStmt) Parse(pl *lexer.PeekingLexer) error {
-	return parseOther(&cursor{pl: pl}, o)
+	return parseOther(cursor{pl}, o)
 }
 
 // parseOther reads an unsupported statement (participle.NextMatch when the
 // next token does not start one).
-func parseOther(lex *cursor, o *OtherStmt) error {
+func parseOther(lex cursor, o *OtherStmt) error {
 	first := lex.Peek()
 	if first.Type != Ident {
 		return participle.NextMatch

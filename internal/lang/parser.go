@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/alecthomas/participle/v2"
 	"github.com/alecthomas/participle/v2/lexer"
@@ -27,9 +25,10 @@ func build[G any]() *participle.Parser[G] {
 	)
 }
 
-// The participle parsers of the declarations that are not parsed by hand
-// (@tool functions are, see parseToolFn).
+// The participle parsers of the declarations nexa compiles; each one's
+// grammar is in the struct tags of its type (ast.go).
 var (
+	toolFnParser     = build[ToolFn]()
 	agentParser      = build[Agent]()
 	legacyToolParser = build[LegacyTool]()
 	protocolParser   = build[Protocol]()
@@ -52,7 +51,12 @@ func ParseType(at Position, text string) (*TypeExpr, Diagnostics) {
 	for i := range toks {
 		toks[i].Pos = at
 	}
-	lex := newSliceCursor(toks[:len(toks)-1], at)
+	toks[len(toks)-1] = Token{Type: Sep, Pos: at}
+	pl, err := lexer.Upgrade(&tokenLexer{toks: toks, eof: at}, Comment)
+	if err != nil {
+		return nil, bad(text)
+	}
+	lex := cursor{pl}
 	if t := lex.Peek(); t.Type != Ident && t.Type != String && t.Type != RawString {
 		return nil, bad(text)
 	}
@@ -92,45 +96,12 @@ func Parse(path string, src []byte) (*File, Diagnostics) {
 	spans := sp.split()
 	diags = append(diags, sp.diags...)
 	f := &File{Path: path}
-	decls := make([]Decl, len(spans))
-	spanDiags := make([]Diagnostics, len(spans))
-	// Declarations are independent once split, so batches of them are
-	// parsed on all cores; results are kept in source order.
-	batches := batchSpans(spans, batchTokens)
-	workers := min(runtime.GOMAXPROCS(0), len(batches))
-	var wg sync.WaitGroup
-	next := make(chan [2]int, len(batches))
-	for _, b := range batches {
-		next <- b
-	}
-	close(next)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			hs := &handState{n: &nodes{}}
-			for b := range next {
-				part := spans[b[0]:b[1]]
-				var base *lexer.PeekingLexer
-				var cps []lexer.Checkpoint
-				if needsStream(part) {
-					base, cps = joinSpans(tl, part)
-				}
-				for i := range part {
-					var cp lexer.Checkpoint
-					if cps != nil {
-						cp = cps[i]
-					}
-					decls[b[0]+i], spanDiags[b[0]+i] = parseSpan(tl, part[i], base, cp, hs)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for i := range spans {
-		diags = append(diags, spanDiags[i]...)
-		if decls[i] != nil {
-			f.Decls = append(f.Decls, decls[i])
+	fs := &spanStream{tl: tl, spans: spans}
+	for k, s := range spans {
+		d, ds := parseSpan(tl, s, fs, k)
+		diags = append(diags, ds...)
+		if d != nil {
+			f.Decls = append(f.Decls, d)
 		}
 	}
 	diags.Sort([]string{path})
@@ -158,117 +129,72 @@ func Parse(path string, src []byte) (*File, Diagnostics) {
 	return f, diags
 }
 
-// batchTokens is about how many tokens one participle token stream holds:
-// big enough that starting a stream costs little, small enough that the
-// stream's growth stays cheap and the batches spread over the cores.
-const batchTokens = 4096
-
-// batchSpans groups consecutive spans into batches of about n tokens,
-// returned as [first, end) index pairs.
-func batchSpans(spans []span, n int) [][2]int {
-	var out [][2]int
-	start, size := 0, 0
-	for i, s := range spans {
-		size += s.end - s.start + 1
-		if size >= n {
-			out = append(out, [2]int{start, i + 1})
-			start, size = i+1, 0
-		}
-	}
-	if start < len(spans) {
-		out = append(out, [2]int{start, len(spans)})
-	}
-	return out
-}
-
-// participleKinds are the declaration kinds parsed by a participle grammar.
-// @tool functions ("tool") are not among them: parseToolFn reads them.
+// participleKinds are the declaration kinds nexa compiles, each parsed by
+// the participle grammar of its type; the other kinds are kept as
+// OtherDecl.
 var participleKinds = map[string]bool{
-	"agent": true, "legacy_tool": true, "protocol": true,
+	"tool": true, "agent": true, "legacy_tool": true, "protocol": true,
 	"include": true, "use_config": true, "type": true,
 }
 
-// needsStream reports whether a batch holds a declaration to be parsed by
-// participle, which needs the batch's participle token stream.
-func needsStream(spans []span) bool {
-	for _, s := range spans {
-		if participleKinds[s.kind] && !s.broken {
-			return true
-		}
-	}
-	return false
-}
-
-// joinSpans builds one participle token stream for a batch of
-// declarations: the tokens of each declaration to parse (comments left
-// out: the grammar elides them anyway), each followed by a Sep token, and a
-// checkpoint at the start of each declaration. One stream per batch instead
-// of one per declaration saves most of the cost of participle's token
-// copying on big programs.
-func joinSpans(tl *tokenList, spans []span) (*lexer.PeekingLexer, []lexer.Checkpoint) {
-	sl := &spansLexer{tl: tl, spans: spans, eof: tl.at(tl.len() - 1).Pos, starts: make([]int, len(spans))}
-	pl, err := lexer.Upgrade(sl, Comment)
-	cps := make([]lexer.Checkpoint, len(spans))
-	if err != nil {
-		return pl, cps // spansLexer never fails
-	}
-	for i, start := range sl.starts {
-		if start < 0 {
-			continue
-		}
-		for int(pl.RawCursor()) < start && !pl.Peek().EOF() {
-			pl.Next()
-		}
-		cps[i] = pl.MakeCheckpoint()
-	}
-	return pl, cps
-}
-
-// spansLexer emits the tokens of the spans to parse, a Sep after each, then
-// EOF; it records where each span starts in the emitted stream.
-type spansLexer struct {
+// spanStream feeds participle the declarations of a file in batches of
+// about batchTokens tokens: one token stream per batch holds the tokens of
+// each declaration to parse, without comments (the grammar elides them
+// anyway), each followed by a Sep token where the declaration ends, so
+// that a grammar that stops early is reported at the right place.
+// Participle copies tokens into its stream by appending; one stream per
+// declaration costs a map and a copy each, one for the whole file regrows
+// a slice of megabytes, and batches avoid both.
+type spanStream struct {
 	tl     *tokenList
 	spans  []span
-	eof    Position
-	starts []int
-	si     int // current span
-	ti     int // next token index in tl, -1 before the span starts
-	n      int // tokens emitted
-	inSpan bool
+	pl     *lexer.PeekingLexer
+	starts []int // raw index in pl of each span's first token, by span index
+	next   int   // first span not yet in a stream
 }
 
-// Next implements lexer.Lexer.
-func (l *spansLexer) Next() (Token, error) {
-	for !l.inSpan {
-		if l.si >= len(l.spans) {
-			return lexer.EOFToken(l.eof), nil
-		}
-		s := l.spans[l.si]
-		if participleKinds[s.kind] && !s.broken {
-			l.inSpan = true
-			l.ti = s.start
-			l.starts[l.si] = l.n
-			break
-		}
-		l.starts[l.si] = -1
-		l.si++
+// batchTokens is about how many tokens one stream holds.
+const batchTokens = 4096
+
+// at returns the stream positioned at the first token of span k, which
+// must be a kind participle parses; spans are parsed in order.
+func (ss *spanStream) at(k int) *lexer.PeekingLexer {
+	if k >= ss.next {
+		ss.fill(k)
 	}
-	s := l.spans[l.si]
-	l.n++
-	for l.ti < s.end && l.tl.typ(l.ti) == Comment {
-		l.ti++
+	for int(ss.pl.RawCursor()) < ss.starts[k] {
+		ss.pl.Next()
 	}
-	if l.ti < s.end {
-		t := l.tl.at(l.ti)
-		l.ti++
-		return t, nil
-	}
-	l.inSpan = false
-	l.si++
-	return Token{Type: Sep, Pos: l.tl.pos(min(s.end, l.tl.len()-1))}, nil
+	return ss.pl
 }
 
-func parseSpan(tl *tokenList, s span, base *lexer.PeekingLexer, cp lexer.Checkpoint, hs *handState) (Decl, Diagnostics) {
+// fill builds the stream of the batch starting at span k.
+func (ss *spanStream) fill(k int) {
+	toks := make([]Token, 0, batchTokens+64)
+	if ss.starts == nil {
+		ss.starts = make([]int, len(ss.spans))
+	}
+	for ss.next = k; ss.next < len(ss.spans) && len(toks) < batchTokens; ss.next++ {
+		s := ss.spans[ss.next]
+		if !participleKinds[s.kind] || s.broken {
+			continue
+		}
+		ss.starts[ss.next] = len(toks)
+		for i := s.start; i < s.end; i++ {
+			if ss.tl.typ(i) != Comment {
+				toks = append(toks, ss.tl.at(i))
+			}
+		}
+		toks = append(toks, Token{Type: Sep, Pos: ss.tl.pos(min(s.end, ss.tl.len()-1))})
+	}
+	pl, err := lexer.Upgrade(&tokenLexer{toks: toks, eof: ss.tl.pos(ss.tl.len() - 1)})
+	if err != nil {
+		panic(err) // tokenLexer never fails
+	}
+	ss.pl = pl
+}
+
+func parseSpan(tl *tokenList, s span, fs *spanStream, k int) (Decl, Diagnostics) {
 	first := tl.at(s.start)
 	kw := s.kw
 	name, nameAt := declName(tl, s, kw)
@@ -282,35 +208,23 @@ func parseSpan(tl *tokenList, s span, base *lexer.PeekingLexer, cp lexer.Checkpo
 	switch s.kind {
 	case "tool":
 		var v *ToolFn
-		v, err = parseByHand(tl, s, hs)
+		v, err = parseWith(toolFnParser, fs.at(k))
 		if err == nil {
 			attachParamDocs(v, tl, s.start, s.end)
 			d = v
 		}
 	case "agent":
-		var v *Agent
-		v, err = parseWith(agentParser, base, cp)
-		d = v
+		d, err = parseWith(agentParser, fs.at(k))
 	case "legacy_tool":
-		var v *LegacyTool
-		v, err = parseWith(legacyToolParser, base, cp)
-		d = v
+		d, err = parseWith(legacyToolParser, fs.at(k))
 	case "protocol":
-		var v *Protocol
-		v, err = parseWith(protocolParser, base, cp)
-		d = v
+		d, err = parseWith(protocolParser, fs.at(k))
 	case "include":
-		var v *Include
-		v, err = parseWith(includeParser, base, cp)
-		d = v
+		d, err = parseWith(includeParser, fs.at(k))
 	case "use_config":
-		var v *UseConfig
-		v, err = parseWith(useConfigParser, base, cp)
-		d = v
+		d, err = parseWith(useConfigParser, fs.at(k))
 	case "type":
-		var v *TypeDecl
-		v, err = parseWith(typeDeclParser, base, cp)
-		d = v
+		d, err = parseWith(typeDeclParser, fs.at(k))
 	case "decorated":
 		t := tl.at(kw)
 		return &BrokenDecl{Pos: first.Pos, Kind: "decorated"}, Diagnostics{{
@@ -332,61 +246,17 @@ func parseSpan(tl *tokenList, s span, base *lexer.PeekingLexer, cp lexer.Checkpo
 	return d, nil
 }
 
-// parseWith parses one declaration from a private copy of the file's
-// participle lexer, starting at cp; the declaration must end exactly at its
-// Sep token.
-func parseWith[G any](p *participle.Parser[G], base *lexer.PeekingLexer, cp lexer.Checkpoint) (g *G, err error) {
-	local := *base
-	local.LoadCheckpoint(cp)
-	// participle reports some grammar conditions by panicking; no input
-	// may crash the compiler, so such a panic becomes a syntax error.
-	defer func() {
-		if r := recover(); r != nil {
-			g = nil
-			err = &participle.ParseError{Msg: fmt.Sprintf("cannot parse this declaration (%v)", r), Pos: local.Peek().Pos}
-		}
-	}()
-	g, err = p.ParseFromLexer(&local, participle.AllowTrailing(true))
+// parseWith parses one declaration from its token stream; the declaration
+// must end exactly at its Sep token.
+func parseWith[G any](p *participle.Parser[G], pl *lexer.PeekingLexer) (*G, error) {
+	g, err := p.ParseFromLexer(pl, participle.AllowTrailing(true))
 	if err != nil {
 		return nil, err
 	}
-	if next := local.Peek(); next.Type != Sep {
+	if next := pl.Peek(); next.Type != Sep {
 		return nil, &participle.UnexpectedTokenError{Unexpected: *next}
 	}
 	return g, nil
-}
-
-// handState is what a parsing goroutine keeps from one hand-parsed
-// declaration to the next.
-type handState struct {
-	buf []Token // the tokens of the declaration being parsed
-	n   *nodes  // where its AST nodes come from
-}
-
-// parseByHand parses an @tool function straight from its tokens (see
-// parseToolFn), ending at the same Sep position the participle stream has.
-func parseByHand(tl *tokenList, s span, hs *handState) (fn *ToolFn, err error) {
-	// the cursor reads participle Tokens: build those of this declaration
-	// (comments left out) in a buffer reused from one declaration to the
-	// next; the AST keeps no pointer to them
-	toks := hs.buf[:0]
-	for i := s.start; i < s.end; i++ {
-		if tl.typ(i) != Comment {
-			toks = append(toks, tl.at(i))
-		}
-	}
-	hs.buf = toks
-	lex := newSliceCursor(toks, tl.pos(min(s.end, tl.len()-1)))
-	lex.n = hs.n
-	// no input may crash the compiler: a bug in the hand-written parser
-	// becomes a syntax error, as participle's panics do in parseWith
-	defer func() {
-		if r := recover(); r != nil {
-			fn = nil
-			err = &participle.ParseError{Msg: fmt.Sprintf("cannot parse this declaration (%v)", r), Pos: tl.pos(s.start)}
-		}
-	}()
-	return parseToolFn(lex)
 }
 
 func nextSignificant(tl *tokenList, i, end int) int {

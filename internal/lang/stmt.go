@@ -7,7 +7,7 @@ import (
 
 // Parse implements participle.Parseable: `@name` with optional arguments.
 func (d *Decorator) Parse(pl *lexer.PeekingLexer) error {
-	lex := &cursor{pl: pl}
+	lex := cursor{pl}
 	if !isPunct(lex.Peek(), "@") {
 		return participle.NextMatch
 	}
@@ -15,7 +15,7 @@ func (d *Decorator) Parse(pl *lexer.PeekingLexer) error {
 }
 
 // parseDecorator reads a decorator starting at its `@`.
-func parseDecorator(lex *cursor, d *Decorator) error {
+func parseDecorator(lex cursor, d *Decorator) error {
 	t := lex.Next()
 	d.Pos = t.Pos
 	n := lex.Peek()
@@ -37,14 +37,14 @@ func parseDecorator(lex *cursor, d *Decorator) error {
 		if !startsValue(c) {
 			return expected(c, "an argument or `)`")
 		}
-		a := lex.n.arg()
-		a.Pos, a.First = c.Pos, lex.n.value()
+		a := new(Arg)
+		a.Pos, a.First = c.Pos, new(Value)
 		if err := parseValue(lex, a.First); err != nil {
 			return err
 		}
 		if c := lex.Peek(); isPunct(c, ":") || isPunct(c, "=") {
 			lex.Next()
-			a.Named = lex.n.value()
+			a.Named = new(Value)
 			if !startsValue(lex.Peek()) {
 				return expected(lex.Peek(), valueWords)
 			}
@@ -52,7 +52,7 @@ func parseDecorator(lex *cursor, d *Decorator) error {
 				return err
 			}
 		}
-		d.Args = lex.n.pushArg(d.Args, a)
+		d.Args = append(d.Args, a)
 		switch c := lex.Peek(); {
 		case isPunct(c, ","):
 			lex.Next()
@@ -66,7 +66,7 @@ func parseDecorator(lex *cursor, d *Decorator) error {
 // Parse implements participle.Parseable: `name`, `name: Type`, with an
 // optional `= default`.
 func (p *Param) Parse(pl *lexer.PeekingLexer) error {
-	lex := &cursor{pl: pl}
+	lex := cursor{pl}
 	if lex.Peek().Type != Ident {
 		return participle.NextMatch
 	}
@@ -74,19 +74,19 @@ func (p *Param) Parse(pl *lexer.PeekingLexer) error {
 }
 
 // parseParam reads a parameter starting at its name.
-func parseParam(lex *cursor, p *Param) error {
+func parseParam(lex cursor, p *Param) error {
 	t := lex.Next()
 	p.Pos, p.Name = t.Pos, t.Value
 	if isPunct(lex.Peek(), ":") {
 		lex.Next()
-		p.Type = lex.n.typeExpr()
+		p.Type = new(TypeExpr)
 		if err := parseType(lex, p.Type); err != nil {
 			return err
 		}
 	}
 	if isPunct(lex.Peek(), "=") {
 		lex.Next()
-		p.Default = lex.n.value()
+		p.Default = new(Value)
 		if !startsValue(lex.Peek()) {
 			return expected(lex.Peek(), valueWords)
 		}
@@ -102,7 +102,7 @@ func parseParam(lex *cursor, p *Param) error {
 
 // Parse implements participle.Parseable: `{ statements }`.
 func (b *Block) Parse(pl *lexer.PeekingLexer) error {
-	lex := &cursor{pl: pl}
+	lex := cursor{pl}
 	t := lex.Peek()
 	if !isPunct(t, "{") {
 		return participle.NextMatch
@@ -112,7 +112,7 @@ func (b *Block) Parse(pl *lexer.PeekingLexer) error {
 
 // parseBlock reads a block; nested blocks recurse, bounded by the bracket
 // depth the splitter checked.
-func parseBlock(lex *cursor, b *Block) error {
+func parseBlock(lex cursor, b *Block) error {
 	t := lex.Next()
 	b.Pos = t.Pos
 	for {
@@ -128,15 +128,15 @@ func parseBlock(lex *cursor, b *Block) error {
 		case n.EOF() || n.Type == Sep:
 			return expected(n, "a statement or `}`")
 		}
-		st := lex.n.stmt()
+		st := new(Stmt)
 		if err := parseStmt(lex, st); err != nil {
 			return err
 		}
-		b.Stmts = lex.n.pushStmt(b.Stmts, st)
+		b.Stmts = append(b.Stmts, st)
 	}
 }
 
-func parseStmt(lex *cursor, st *Stmt) error {
+func parseStmt(lex cursor, st *Stmt) error {
 	t := lex.Peek()
 	st.Pos = t.Pos
 	switch {
@@ -147,15 +147,15 @@ func parseStmt(lex *cursor, st *Stmt) error {
 			return expected(c, `a string after python! (python! """…""")`)
 		}
 		lex.Next()
-		st.Python = lex.n.python()
-		st.Python.Pos, st.Python.Code = t.Pos, lex.n.strLit(c.Pos, c.Value)
+		st.Python = new(PythonStmt)
+		st.Python.Pos, st.Python.Code = t.Pos, &StringLit{Pos: c.Pos, Raw: c.Value}
 		return nil
 	case t.Type == Ident && t.Value == "return":
 		lex.Next()
-		st.Return = lex.n.ret()
+		st.Return = new(ReturnStmt)
 		st.Return.Pos = t.Pos
 		if startsExpr(lex.Peek()) {
-			st.Return.Value = lex.n.expr()
+			st.Return.Value = new(Expr)
 			return parseExpr(lex, st.Return.Value)
 		}
 		return nil
@@ -164,7 +164,7 @@ func parseStmt(lex *cursor, st *Stmt) error {
 		if !startsExpr(lex.Peek()) {
 			return expected(lex.Peek(), "an expression after print")
 		}
-		st.Print = &PrintStmt{Pos: t.Pos, Value: lex.n.expr()}
+		st.Print = &PrintStmt{Pos: t.Pos, Value: new(Expr)}
 		return parseExpr(lex, st.Print.Value)
 	case t.Type == Ident && t.Value == "if":
 		return parseIf(lex, st)
@@ -183,8 +183,8 @@ func parseStmt(lex *cursor, st *Stmt) error {
 	if !startsExpr(t) {
 		return expected(t, "a statement or `}`")
 	}
-	es := lex.n.exprStmt()
-	es.Pos, es.X = t.Pos, lex.n.expr()
+	es := new(ExprStmt)
+	es.Pos, es.X = t.Pos, new(Expr)
 	if err := parseExpr(lex, es.X); err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func parseStmt(lex *cursor, st *Stmt) error {
 		if !startsExpr(lex.Peek()) {
 			return expected(lex.Peek(), exprWords)
 		}
-		es.Value = lex.n.expr()
+		es.Value = new(Expr)
 		if err := parseExpr(lex, es.Value); err != nil {
 			return err
 		}
@@ -203,10 +203,10 @@ func parseStmt(lex *cursor, st *Stmt) error {
 	return nil
 }
 
-func parseIf(lex *cursor, st *Stmt) error {
+func parseIf(lex cursor, st *Stmt) error {
 	t := lex.Next()
-	is := lex.n.ifStmt()
-	is.Pos, is.Cond, is.Then = t.Pos, lex.n.expr(), lex.n.block()
+	is := new(IfStmt)
+	is.Pos, is.Cond, is.Then = t.Pos, new(Expr), new(Block)
 	st.If = is
 	if !startsExpr(lex.Peek()) {
 		return expected(lex.Peek(), "a condition after if")
@@ -226,14 +226,14 @@ func parseIf(lex *cursor, st *Stmt) error {
 			return nil
 		}
 		lex.Next()
-		arm := lex.n.arm()
-		arm.Pos, arm.Then = e.Pos, lex.n.block()
+		arm := new(ElseArm)
+		arm.Pos, arm.Then = e.Pos, new(Block)
 		if n := lex.Peek(); n.Type == Ident && n.Value == "if" {
 			lex.Next()
 			if !startsExpr(lex.Peek()) {
 				return expected(lex.Peek(), "a condition after else if")
 			}
-			arm.Cond = lex.n.expr()
+			arm.Cond = new(Expr)
 			if err := parseExpr(lex, arm.Cond); err != nil {
 				return err
 			}
@@ -244,6 +244,6 @@ func parseIf(lex *cursor, st *Stmt) error {
 		if err := parseBlock(lex, arm.Then); err != nil {
 			return err
 		}
-		is.Arms = lex.n.pushArm(is.Arms, arm)
+		is.Arms = append(is.Arms, arm)
 	}
 }

@@ -312,7 +312,7 @@ func buildRequest(inv runtime.Invocation) (*request, error) {
 		}
 	default:
 		req.Kind = "body"
-		req.Source = Dedent(t.Body.Python)
+		req.Source = compile.RemoveMargin(t.Body.Python)
 		props, err := schemaProperties(t.Parameters)
 		if err != nil {
 			return nil, err
@@ -398,45 +398,6 @@ func schemaProperties(schema json.RawMessage) ([]property, error) {
 		props = append(props, property{name: key, def: prop.Default})
 	}
 	return props, nil
-}
-
-// Dedent removes the whitespace prefix common to every non-blank line,
-// like Python's textwrap.dedent, after normalising CRLF line ends. The
-// compiler already dedents python! bodies; doing it again is harmless and
-// keeps hand-built IR working.
-func Dedent(s string) string {
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	lines := strings.Split(s, "\n")
-	margin := ""
-	first := true
-	for _, l := range lines {
-		if strings.TrimLeft(l, " \t") == "" {
-			continue
-		}
-		indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
-		if first {
-			margin, first = indent, false
-			continue
-		}
-		margin = commonPrefix(margin, indent)
-	}
-	for i, l := range lines {
-		if strings.TrimLeft(l, " \t") == "" {
-			lines[i] = ""
-			continue
-		}
-		lines[i] = l[len(margin):]
-	}
-	return strings.Join(lines, "\n")
-}
-
-func commonPrefix(a, b string) string {
-	n := min(len(a), len(b))
-	i := 0
-	for i < n && a[i] == b[i] {
-		i++
-	}
-	return a[:i]
 }
 
 // baseEnv is what every child's environment starts from: Options.Env, else

@@ -696,21 +696,6 @@ func TestRefusalsBeforeRunning(t *testing.T) {
 	})
 }
 
-func TestDedent(t *testing.T) {
-	cases := map[string]string{
-		"a\n  b":               "a\n  b",
-		"  a\n    b\n  c":      "a\n  b\nc",
-		"\n    a\n\n    b\n  ": "\na\n\nb\n",
-		"\ta\n\t\tb":           "a\n\tb",
-		"  a\r\n  b":           "a\nb",
-	}
-	for in, want := range cases {
-		if got := Dedent(in); got != want {
-			t.Errorf("Dedent(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // BenchmarkPythonCall measures the whole cost of a trivial tool on the
 // per-call path (Options.NoWarm): interpreter start-up, bootstrap, JSON both
 // ways, process-group cleanup.
