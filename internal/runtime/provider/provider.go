@@ -12,6 +12,12 @@
 //   - WithRetry retries transient failures (*Error with Transient) with
 //     exponential backoff and jitter, honouring Retry-After and never
 //     waiting past the context's deadline.
+//   - WithTimeouts bounds each request (a whole reply, and the silence of
+//     a stream), so a server that never answers fails and is retried.
+//
+// Every reply a provider returns has passed checkReply (reply.go): a reply
+// that is empty or breaks its protocol's rules is a transient error, never
+// an answer.
 //
 // Every failure a provider reports is an *Error whose Kind is one of the
 // Kind* constants and whose Message never contains an API key.
