@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -44,10 +45,15 @@ func TestScripts(t *testing.T) {
 }
 
 // lookupJSON follows a dotted path (keys and list indexes) into the JSON
-// the previous command printed on stdout.
+// the previous command printed on stdout, which must be JSON that strict
+// parsers accept: Go's decoder lets bytes that are not UTF-8 through.
 func lookupJSON(ts *testscript.TestScript, path string) (any, bool) {
 	var v any
-	if err := json.Unmarshal([]byte(ts.ReadFile("stdout")), &v); err != nil {
+	out := ts.ReadFile("stdout")
+	if !utf8.ValidString(out) {
+		ts.Fatalf("stdout is not valid UTF-8, so not valid JSON")
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		ts.Fatalf("stdout is not one JSON value: %v", err)
 	}
 	for _, part := range strings.Split(path, ".") {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +22,10 @@ type resolvedProvider struct {
 // model, then endpoint and key, first found wins. It never puts a key in an
 // error message.
 func resolveProvider(e *env, f *agentFlags, prog *compile.Program, agent *compile.Agent, sec *secretSet, onRetry func(int, error, time.Duration)) (*resolvedProvider, error) {
+	timeouts, err := providerTimeouts(e)
+	if err != nil {
+		return nil, err
+	}
 	kind := f.provider
 	if kind == "" {
 		kind = e.getenv("NEXA_PROVIDER")
@@ -34,7 +39,7 @@ func resolveProvider(e *env, f *agentFlags, prog *compile.Program, agent *compil
 		if err != nil {
 			return nil, err
 		}
-		return &resolvedProvider{provider: provider.WithRetry(s, retryPolicy(agent, onRetry)), identity: s.Identity()}, nil
+		return &resolvedProvider{provider: withPolicies(s, timeouts, agent, onRetry), identity: s.Identity()}, nil
 	}
 
 	model := f.model
@@ -91,10 +96,7 @@ func resolveProvider(e *env, f *agentFlags, prog *compile.Program, agent *compil
 		lookup(up+"_BASE_URL", up+"_API_KEY", e.getenv)
 	}
 	lookup("BASE_URL", "API_KEY", sec.active)
-	var (
-		p   provider.Provider
-		err error
-	)
+	var p provider.Provider
 	if kind == "anthropic" {
 		lookup("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", e.getenv)
 		if key == "" && (baseURL == "" || baseURL == provider.DefaultAnthropicBaseURL) {
@@ -112,7 +114,7 @@ func resolveProvider(e *env, f *agentFlags, prog *compile.Program, agent *compil
 	if err != nil {
 		return nil, err
 	}
-	return &resolvedProvider{provider: provider.WithRetry(p, retryPolicy(agent, onRetry)), identity: p.Identity()}, nil
+	return &resolvedProvider{provider: withPolicies(p, timeouts, agent, onRetry), identity: p.Identity()}, nil
 }
 
 // missingKey explains how to give a key for a hosted API (local servers,
@@ -132,6 +134,43 @@ func or(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// withPolicies bounds each request of p by timeouts, then retries
+// transient failures (a timeout included) by the agent's retry policy.
+func withPolicies(p provider.Provider, timeouts provider.Timeouts, agent *compile.Agent, onRetry func(int, error, time.Duration)) provider.Provider {
+	return provider.WithRetry(provider.WithTimeouts(p, timeouts), retryPolicy(agent, onRetry))
+}
+
+// providerTimeouts reads the per-request bounds (docs/providers.md,
+// "Timeouts"): NEXA_PROVIDER_TIMEOUT for a whole reply and
+// NEXA_PROVIDER_IDLE_TIMEOUT for the silence of a stream, each in seconds
+// ("600") or as a duration ("10m"); "0" or "off" turns one off, unset
+// keeps its default.
+func providerTimeouts(e *env) (provider.Timeouts, error) {
+	read := func(name string) (time.Duration, error) {
+		v := strings.TrimSpace(e.getenv(name))
+		switch v {
+		case "":
+			return 0, nil
+		case "0", "off":
+			return -1, nil
+		}
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return time.Duration(n) * time.Second, nil
+		}
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			return d, nil
+		}
+		return 0, fmt.Errorf("%s takes seconds (600), a duration (10m) or off, not %q", name, v)
+	}
+	var t provider.Timeouts
+	var err error
+	if t.Request, err = read("NEXA_PROVIDER_TIMEOUT"); err != nil {
+		return t, err
+	}
+	t.Idle, err = read("NEXA_PROVIDER_IDLE_TIMEOUT")
+	return t, err
 }
 
 // retryPolicy takes the agent's retry setting (default 3 retries).

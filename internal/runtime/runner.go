@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nexa-run/nexa/internal/compile"
 	"github.com/nexa-run/nexa/internal/failpoint"
@@ -373,6 +374,11 @@ func (d *driver) request(ctx context.Context) (step, error) {
 	item := state.ProviderItem{Seq: len(st.ProviderItems), Raw: d.r.redactJSON(reply.Raw), Usage: usage, CreatedAt: d.r.now().UTC()}
 	if len(item.Raw) == 0 || !json.Valid(item.Raw) {
 		item.Raw = json.RawMessage("null")
+	} else if !utf8.Valid(item.Raw) {
+		// Bytes that are not UTF-8 can only sit inside JSON strings,
+		// where the escape of the replacement character is valid: the
+		// stored reply stays JSON that strict readers accept.
+		item.Raw = json.RawMessage(strings.ToValidUTF8(string(item.Raw), `\ufffd`))
 	}
 	st.ProviderItems = append(st.ProviderItems, item)
 	msg := d.r.redactMessage(reply.Message)
@@ -470,6 +476,9 @@ func (d *driver) buildRequest() provider.Request {
 		MaxTokens:   a.MaxTokens,
 		JSONOutput:  a.OutputFormat == "json" || a.Implements != "",
 		Stream:      !d.r.noStream && (a.Stream == nil || *a.Stream),
+	}
+	if schema := d.r.outputSchema(); schema != nil {
+		req.Output = &provider.OutputSchema{Name: a.Implements, Schema: schema}
 	}
 	rounds := 0
 	for _, m := range d.st.Messages {

@@ -33,10 +33,16 @@ const DefaultAnthropicBaseURL = "https://api.anthropic.com"
 const DefaultAnthropicMaxTokens = 4096
 
 // AnthropicJSONInstruction is appended to the system prompt when a request
-// asks for JSON output: the Messages API has no JSON-object mode (structured
-// outputs need a schema the runtime does not have), so the model is asked in
-// words and the runtime checks the answer as it does for any provider.
-const AnthropicJSONInstruction = "Respond with a single JSON object and nothing else: no text before or after it and no Markdown code fence."
+// asks for JSON output without a protocol: the Messages API has no
+// JSON-object mode, so the model is asked in words and the runtime checks
+// the answer as it does for any provider.
+const AnthropicJSONInstruction = JSONInstruction
+
+// AnthropicAnswerTool is the tool through which an Anthropic model gives an
+// answer that implements a protocol: its input_schema is the protocol's
+// schema, so the model fills exactly the protocol's fields, and the call's
+// input becomes the final answer (docs/providers.md, "Structured answers").
+const AnthropicAnswerTool = "final_answer"
 
 // anthropicRequestTimeout is the per-attempt timeout given to the SDK. Left
 // unset, the SDK caps a non-streamed request at 10 minutes and refuses one
@@ -174,7 +180,13 @@ func (a *Anthropic) Complete(ctx context.Context, req Request, progress func(Eve
 	if err != nil {
 		return Reply{}, err
 	}
-	reply.Raw = redactJSON(reply.Raw, a.cfg.APIKey)
+	if err := checkReply(reply, "tool_use"); err != nil {
+		return Reply{}, err
+	}
+	if req.Output != nil && a.answerTool(req) != nil {
+		takeAnswer(&reply)
+	}
+	reply.Raw = validUTF8JSON(redactJSON(reply.Raw, a.cfg.APIKey))
 	return reply, nil
 }
 
@@ -279,8 +291,14 @@ func (a *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 			p.Messages = append(p.Messages, anthropic.NewAssistantMessage(content...))
 		}
 	}
-	if req.JSONOutput {
-		p.System = append(p.System, anthropic.TextBlockParam{Text: AnthropicJSONInstruction})
+	answerTool := a.answerTool(req)
+	switch {
+	case answerTool != nil:
+		p.System = append(p.System, anthropic.TextBlockParam{Text: fmt.Sprintf(
+			"Give your final answer by calling the tool %s once, with the answer as its input (it implements protocol %s); do not write the answer as text.",
+			AnthropicAnswerTool, req.Output.Name)})
+	case req.Output != nil || req.JSONOutput:
+		p.System = append(p.System, anthropic.TextBlockParam{Text: jsonInstruction(req.Output)})
 	}
 
 	for _, t := range req.Tools {
@@ -313,9 +331,70 @@ func (a *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 	default:
 		return p, fmt.Errorf("tool choice %q is not auto, required or none", req.ToolChoice)
 	}
+	if answerTool != nil {
+		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: answerTool})
+		// The answer tool is forced when it is the only tool (or the
+		// agent asked for no tool call); beside the agent's tools, some
+		// tool must be called, the answer tool being one of them.
+		if len(req.Tools) == 0 || req.ToolChoice == "none" {
+			p.ToolChoice = anthropic.ToolChoiceUnionParam{OfTool: &anthropic.ToolChoiceToolParam{Name: AnthropicAnswerTool}}
+		} else {
+			p.ToolChoice = anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{}}
+		}
+	}
 	// req.Temperature is not sent: the SDK's API version (2026-10-21) has
 	// no sampling parameters, and the API rejects unknown fields.
 	return p, nil
+}
+
+// answerTool is the tool that carries a protocol answer for req, or nil
+// when req asks for none, or when the protocol's schema cannot be a tool's
+// input_schema (not an object) or an agent tool already has the name: the
+// schema then goes in the system prompt instead.
+func (a *Anthropic) answerTool(req Request) *anthropic.ToolParam {
+	if req.Output == nil {
+		return nil
+	}
+	for _, t := range req.Tools {
+		if t.Name == AnthropicAnswerTool {
+			return nil
+		}
+	}
+	schema, err := anthropicSchema(req.Output.Schema)
+	if err != nil {
+		return nil
+	}
+	return &anthropic.ToolParam{
+		Name:        AnthropicAnswerTool,
+		Description: anthropic.String("Your final answer, as protocol " + req.Output.Name + ". Call it once, when you are done."),
+		InputSchema: schema,
+	}
+}
+
+// takeAnswer turns a call of the answer tool into the final answer: the
+// call's input becomes the reply's text and the call is dropped. Beside
+// calls of other tools the answer call is dropped alone (the tools run, and
+// the model answers after their results).
+func takeAnswer(reply *Reply) {
+	var other []state.ToolCall
+	answer := ""
+	found := false
+	for _, c := range reply.Message.ToolCalls {
+		if c.Name == AnthropicAnswerTool {
+			if !found {
+				answer, found = c.Arguments, true
+			}
+			continue
+		}
+		other = append(other, c)
+	}
+	if !found {
+		return
+	}
+	reply.Message.ToolCalls = other
+	if len(other) == 0 {
+		reply.Message.Content = answer
+	}
 }
 
 // hasText reports whether s is worth a text block: the API rejects text
@@ -441,7 +520,11 @@ func (a *Anthropic) replyFromBody(body []byte, contentType string) (Reply, error
 	}
 	msg.Content = text.String()
 	fillCallIDs(msg.ToolCalls, body)
-	reply := Reply{Message: msg, Raw: json.RawMessage(body), Usage: anthropicUsage(m.Usage)}
+	usage, err := anthropicUsage(m.Usage)
+	if err != nil {
+		return Reply{}, err
+	}
+	reply := Reply{Message: msg, Raw: json.RawMessage(body), Usage: usage}
 	if m.StopReason != nil {
 		reply.FinishReason = *m.StopReason
 	}
@@ -465,14 +548,24 @@ func compactArguments(input string) string {
 
 // anthropicUsage converts the wire usage. Tokens read from or written to the
 // prompt cache are input tokens too (the API counts them apart from
-// input_tokens), so budgets see everything the prompt cost.
-func anthropicUsage(u map[string]json.RawMessage) state.Usage {
+// input_tokens), so budgets see everything the prompt cost. A count that is
+// negative or above MaxReplyTokens is an error: left out or clamped, it
+// would let a run spend past its budget.
+func anthropicUsage(u map[string]json.RawMessage) (state.Usage, error) {
+	var bad error
 	n := func(k string) int {
 		var v float64
-		if raw, ok := u[k]; ok && json.Unmarshal(raw, &v) == nil && v > 0 && v < 1e15 {
-			return int(v)
+		raw, ok := u[k]
+		if !ok || json.Unmarshal(raw, &v) != nil {
+			return 0
 		}
-		return 0
+		if v < 0 || v > MaxReplyTokens {
+			if bad == nil {
+				bad = badReply("the reply reports %s %s, which is impossible (a count must be between 0 and %d)", raw, k, MaxReplyTokens)
+			}
+			return 0
+		}
+		return int(v)
 	}
 	out := state.Usage{
 		InputTokens:      n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens"),
@@ -480,7 +573,7 @@ func anthropicUsage(u map[string]json.RawMessage) state.Usage {
 		ProviderRequests: 1,
 	}
 	out.TotalTokens = out.InputTokens + out.OutputTokens
-	return out
+	return out, bad
 }
 
 // anthropicStreamEvent is one server-sent event of a Messages stream; which
@@ -807,7 +900,11 @@ func (a *anthropicAcc) reply() (Reply, error) {
 	if err != nil {
 		return Reply{}, fmt.Errorf("anthropic stream: encode assembled reply: %w", err)
 	}
-	reply := Reply{Message: msg, Raw: raw, Usage: anthropicUsage(a.usage)}
+	usage, err := anthropicUsage(a.usage)
+	if err != nil {
+		return Reply{}, err
+	}
+	reply := Reply{Message: msg, Raw: raw, Usage: usage}
 	if a.stopReason != nil {
 		reply.FinishReason = *a.stopReason
 	}

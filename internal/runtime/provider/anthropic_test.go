@@ -339,7 +339,7 @@ func TestAnthropicMinimalRequestNoKeyIgnoresEnvironment(t *testing.T) {
 func TestAnthropicMaxTokens(t *testing.T) {
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"type":"message","content":[],"stop_reason":"end_turn"}`)
+		io.WriteString(w, `{"type":"message","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn"}`)
 	})
 	for _, c := range []struct{ cfg, req, want int }{{0, 0, DefaultAnthropicMaxTokens}, {1000, 0, 1000}, {1000, 50, 50}, {0, 64000, 64000}} {
 		p, err := NewAnthropic(AnthropicConfig{BaseURL: f.URL, Model: "claude-test", MaxTokens: c.cfg})

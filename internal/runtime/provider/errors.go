@@ -17,6 +17,16 @@ const (
 	KindStreamCut       = "stream_cut"
 	KindScriptExhausted = "script_exhausted"
 	KindMalformedReply  = "malformed_reply"
+	// KindBadReply is a reply in the protocol's shape that breaks its
+	// rules or says nothing (no message, calls that are not a list, a
+	// tool_calls finish without calls, an empty answer, impossible token
+	// counts). It is transient: a model that answered badly once may
+	// answer well when asked again, and a run never completes on it.
+	KindBadReply = "bad_reply"
+	// KindTimeout is a request that got no complete reply within the
+	// per-request timeout, or whose stream went silent for longer than
+	// the idle timeout (see Timeouts). It is transient.
+	KindTimeout = "timeout"
 )
 
 // classifyStatus maps an HTTP status to an error kind and whether a retry

@@ -65,21 +65,29 @@ func checkBaseURL(name, base, def, example, key string) (string, error) {
 }
 
 // httpClient returns c, or when c is nil a client whose only timeout is on
-// response headers, since streams may legitimately run for minutes.
+// response headers (streams may legitimately run for minutes; WithTimeouts
+// bounds whole requests), with its transport wrapped so that reads of a
+// response report to the request's idle timeout (watchTransport).
 func httpClient(c *http.Client) *http.Client {
 	if c != nil {
-		return c
+		out := *c
+		base := c.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		out.Transport = watchTransport{base: base}
+		return &out
 	}
-	client := &http.Client{Transport: http.DefaultTransport}
+	var base http.RoundTripper = http.DefaultTransport
 	if t, ok := http.DefaultTransport.(*http.Transport); ok {
 		// A server that accepts and never answers fails (and is
 		// retried) instead of hanging until the deadline; the body
 		// of a stream is not limited.
 		t = t.Clone()
 		t.ResponseHeaderTimeout = 10 * time.Minute
-		client.Transport = t
+		base = t
 	}
-	return client
+	return &http.Client{Transport: watchTransport{base: base}}
 }
 
 // errorResponse finds the HTTP error a failed request got, with its headers

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -55,6 +56,10 @@ type OpenAI struct {
 	// shared with Anthropic (http.go).
 	httpAPI
 	svc openai.ChatCompletionService
+	// jsonObjectOnly is set once the server has refused a json_schema
+	// response_format: protocol answers are then asked for with
+	// json_object and the schema in a system message.
+	jsonObjectOnly atomic.Bool
 }
 
 // NewOpenAI checks cfg and builds a provider. It fails on a missing model or
@@ -96,7 +101,21 @@ func (o *OpenAI) Identity() state.ProviderIdentity {
 
 // Complete sends one Chat Completions request, streamed when req.Stream is
 // set, and returns the complete reply or an *Error classified for retries.
+// A request for a protocol's answer that the server rejects for its
+// response_format (a server that knows json_object but not json_schema) is
+// sent again at once in the json_object form, which this provider then
+// keeps using (docs/providers.md, "Structured answers").
 func (o *OpenAI) Complete(ctx context.Context, req Request, progress func(Event)) (Reply, error) {
+	reply, err := o.send(ctx, req, progress)
+	if req.Output != nil && !o.jsonObjectOnly.Load() && rejectsResponseFormat(err) {
+		o.jsonObjectOnly.Store(true)
+		reply, err = o.send(ctx, req, progress)
+	}
+	return reply, err
+}
+
+// send makes one request and checks the reply by the rules of checkReply.
+func (o *OpenAI) send(ctx context.Context, req Request, progress func(Event)) (Reply, error) {
 	params, err := o.params(req)
 	if err != nil {
 		return Reply{}, &Error{Kind: KindInvalidRequest, Message: o.redact(err.Error())}
@@ -110,8 +129,23 @@ func (o *OpenAI) Complete(ctx context.Context, req Request, progress func(Event)
 	if err != nil {
 		return Reply{}, err
 	}
-	reply.Raw = redactJSON(reply.Raw, o.cfg.APIKey)
+	if err := checkReply(reply, "tool_calls"); err != nil {
+		return Reply{}, err
+	}
+	reply.Raw = validUTF8JSON(redactJSON(reply.Raw, o.cfg.APIKey))
 	return reply, nil
+}
+
+// rejectsResponseFormat reports whether err is a server refusing the
+// request because of its response_format (HTTP 400 naming it or
+// json_schema), the sign of a server without structured outputs.
+func rejectsResponseFormat(err error) bool {
+	pe, ok := AsError(err)
+	if !ok || pe.Kind != KindInvalidRequest || pe.Status != http.StatusBadRequest {
+		return false
+	}
+	m := strings.ToLower(pe.Message)
+	return strings.Contains(m, "response_format") || strings.Contains(m, "json_schema")
 }
 
 // params converts a provider-neutral request to the Chat Completions wire
@@ -183,13 +217,39 @@ func (o *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 	if req.MaxTokens > 0 {
 		p.MaxTokens = openai.Int(int64(req.MaxTokens))
 	}
-	if req.JSONOutput {
+	switch {
+	case req.Output != nil && !o.jsonObjectOnly.Load():
+		schema, err := toolSchema(req.Output.Schema)
+		if err != nil {
+			return p, fmt.Errorf("protocol %s: %w", req.Output.Name, err)
+		}
+		p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
+				Name:   schemaName(req.Output.Name),
+				Schema: schema,
+				Strict: openai.Bool(strictSchema(req.Output.Schema)),
+			},
+		}
+	case req.Output != nil || req.JSONOutput:
+		// json_object mode: OpenAI requires the word JSON in a message,
+		// and the model only knows the fields if it is told them.
 		p.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
+		p.Messages = insertSystem(p.Messages, openai.SystemMessage(jsonInstruction(req.Output)))
 	}
 	if req.Stream {
 		p.StreamOptions.IncludeUsage = openai.Bool(true)
 	}
 	return p, nil
+}
+
+// insertSystem puts m after the leading system messages of msgs (first
+// when there are none), so instructions stay ahead of the conversation.
+func insertSystem(msgs []openai.ChatCompletionMessageParamUnion, m openai.ChatCompletionMessageParamUnion) []openai.ChatCompletionMessageParamUnion {
+	i := 0
+	for i < len(msgs) && msgs[i].OfSystem != nil {
+		i++
+	}
+	return append(msgs[:i:i], append([]openai.ChatCompletionMessageParamUnion{m}, msgs[i:]...)...)
 }
 
 // toolSchema decodes a tool's JSON Schema, keeping numbers exact; an empty
@@ -231,6 +291,12 @@ func (o *OpenAI) replyFrom(cc *openai.ChatCompletion) (Reply, error) {
 		return Reply{}, &Error{Kind: KindMalformedReply, Message: "the response has no choices: " + o.redact(truncate(string(raw), 300))}
 	}
 	ch := cc.Choices[0]
+	if !ch.JSON.Message.Valid() {
+		return Reply{}, badReply("the reply's message is %s, not an object: %s", describeRaw(ch.JSON.Message.Raw()), o.redact(truncate(string(raw), 300)))
+	}
+	if tc := ch.Message.JSON.ToolCalls; !tc.Valid() && tc.Raw() != "" && tc.Raw() != "null" {
+		return Reply{}, badReply("the reply's tool_calls is not a list: %s", o.redact(truncate(tc.Raw(), 300)))
+	}
 	msg := state.Message{Role: state.RoleAssistant, Content: ch.Message.Content}
 	if msg.Content == "" && ch.Message.Refusal != "" {
 		msg.Content = ch.Message.Refusal
@@ -316,6 +382,9 @@ func (o *OpenAI) stream(ctx context.Context, params openai.ChatCompletionNewPara
 		if err := json.Unmarshal(data, &chunk); err != nil {
 			return Reply{}, &Error{Kind: KindMalformedReply, Message: fmt.Sprintf("a stream event is not a chat completion chunk (%v): %s", err, o.redact(truncate(string(data), 300)))}
 		}
+		if perr := checkChunk(&chunk); perr != nil {
+			return Reply{}, &Error{Kind: perr.Kind, Transient: perr.Transient, Message: o.redact(perr.Message)}
+		}
 		if text := acc.add(&chunk); text != "" && progress != nil {
 			progress(Event{TextDelta: text})
 		}
@@ -356,6 +425,29 @@ func (o *OpenAI) streamError(data []byte) *Error {
 		kind, transient = KindInvalidRequest, false
 	}
 	return &Error{Kind: kind, Transient: transient, Message: "the server reported an error in the stream: " + o.redact(msg)}
+}
+
+// checkChunk refuses a stream chunk whose delta has tool_calls that are not
+// a list: the calls would be lost, and the reply taken for an answer.
+func checkChunk(c *openai.ChatCompletionChunk) *Error {
+	for _, ch := range c.Choices {
+		if tc := ch.Delta.JSON.ToolCalls; !tc.Valid() && tc.Raw() != "" && tc.Raw() != "null" {
+			return badReply("a stream chunk's tool_calls is not a list: %s", truncate(tc.Raw(), 300))
+		}
+	}
+	return nil
+}
+
+// describeRaw names a JSON value that is missing or of the wrong kind, for
+// error messages.
+func describeRaw(raw string) string {
+	switch raw {
+	case "":
+		return "missing"
+	case "null":
+		return "null"
+	}
+	return "of the wrong kind"
 }
 
 // streamAcc assembles the chunks of one streamed completion.

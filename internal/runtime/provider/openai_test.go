@@ -117,6 +117,8 @@ func checkRequestBody(t *testing.T, b map[string]any, stream bool) {
 	msgs, _ := b["messages"].([]any)
 	wantMsgs := []string{
 		`{"content":"You review.","role":"system"}`,
+		// json_object mode: OpenAI requires the word JSON in a message.
+		`{"content":"` + JSONInstruction + `","role":"system"}`,
 		`{"content":"Review the text.","role":"user"}`,
 		`{"role":"assistant","tool_calls":[{"function":{"arguments":"{\"path\":\"a.txt\"}","name":"read_file"},"id":"call_a","type":"function"},{"function":{"arguments":"{not json","name":"record_review"},"id":"call_b","type":"function"}]}`,
 		`{"content":"hello","role":"tool","tool_call_id":"call_a"}`,

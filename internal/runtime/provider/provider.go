@@ -12,6 +12,12 @@
 //   - WithRetry retries transient failures (*Error with Transient) with
 //     exponential backoff and jitter, honouring Retry-After and never
 //     waiting past the context's deadline.
+//   - WithTimeouts bounds each request (a whole reply, and the silence of
+//     a stream), so a server that never answers fails and is retried.
+//
+// Every reply a provider returns has passed checkReply (reply.go): a reply
+// that is empty or breaks its protocol's rules is a transient error, never
+// an answer.
 //
 // Every failure a provider reports is an *Error whose Kind is one of the
 // Kind* constants and whose Message never contains an API key.
@@ -47,8 +53,21 @@ type Request struct {
 	// JSONOutput asks for a JSON object answer (output_format: "json" or
 	// an implemented protocol).
 	JSONOutput bool
+	// Output, when set, is the protocol the final answer must implement:
+	// the provider gives its schema to the model in the protocol's own
+	// way (response_format json_schema, a forced Anthropic tool), since
+	// a model cannot fill fields it was never told about.
+	Output *OutputSchema
 	// Stream selects streaming where the provider supports it.
 	Stream bool
+}
+
+// OutputSchema is the protocol a final answer must implement.
+type OutputSchema struct {
+	// Name is the protocol's name, as the model sees it.
+	Name string
+	// Schema is the protocol's JSON Schema (an object schema).
+	Schema json.RawMessage
 }
 
 // Reply is a complete reply: a provider never returns a partial one.
@@ -88,8 +107,8 @@ type Provider interface {
 type Error struct {
 	// Kind is a short cause: "connection", "rate_limited", "server",
 	// "auth", "model_not_found", "not_found", "invalid_request",
-	// "stream_cut", "script_exhausted", "malformed_reply" (the Kind*
-	// constants).
+	// "stream_cut", "script_exhausted", "malformed_reply", "bad_reply",
+	// "timeout" (the Kind* constants).
 	Kind       string
 	Status     int // HTTP status, 0 if none
 	Transient  bool

@@ -432,7 +432,13 @@ func (s *Script) Complete(ctx context.Context, req Request, progress func(Event)
 	if err != nil {
 		return Reply{}, fmt.Errorf("script provider: encode reply: %w", err)
 	}
-	return Reply{Message: msg, Raw: raw, Usage: usage, FinishReason: finish}, nil
+	reply := Reply{Message: msg, Raw: raw, Usage: usage, FinishReason: finish}
+	// A script is held to the rules of a real server's reply, so that a
+	// run on a script cannot complete on a reply a server's would fail.
+	if err := checkReply(reply, "tool_calls"); err != nil {
+		return Reply{}, err
+	}
+	return reply, nil
 }
 
 // scriptRaw is what a script reply records as its raw response.
