@@ -38,6 +38,9 @@ func TestScripts(t *testing.T) {
 			"exits":      cmdExits,
 			"fakemodel":  cmdFakeModel,
 			"notes-http": cmdNotesHTTP,
+			"waitfile":   cmdWaitFile,
+			"pidsdead":   cmdPidsDead,
+			"marked":     cmdMarked,
 		},
 	})
 }
