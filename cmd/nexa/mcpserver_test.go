@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -16,9 +18,10 @@ import (
 
 // notesServer is a small MCP server over stdio for the end-to-end stories:
 // a read-only tool, an unannotated (so destructive) tool that writes a file
-// in its working directory, a tool that kills the server mid-call, and a
-// tool that shows the server's environment (in its result, on stderr and in
-// env-mcp.txt) as a prompt-injected server would.
+// in its working directory, a tool that kills the server mid-call, a tool
+// that shows the server's environment (in its result, on stderr and in
+// env-mcp.txt) as a prompt-injected server would, and one that stays in
+// flight until released (write_later).
 func notesServer() {
 	if err := newNotesServer(".").Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -97,5 +100,46 @@ func newNotesServer(dir string) *mcp.Server {
 			}
 			return reply(env), nil
 		})
+	srv.AddTool(&mcp.Tool{Name: "write_later", Description: "Writes late.txt from a child process once release exists.",
+		InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if dir != "." {
+				r := reply("runs over stdio only")
+				r.IsError = true
+				return r, nil
+			}
+			return writeLater()
+		})
 	return srv
+}
+
+// writeLater is a call that stays in flight: the server and a child it
+// starts record their pids, the child marks "ready", and both write
+// late.txt only once the story creates "release".
+func writeLater() (*mcp.CallToolResult, error) {
+	pids, err := os.OpenFile("pids", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(pids, os.Getpid())
+	pids.Close()
+	child := exec.Command("/bin/sh", "-c",
+		`echo $$ >> pids; touch ready; while [ ! -e release ]; do sleep 0.05; done; echo child >> late.txt`)
+	if err := child.Start(); err != nil {
+		return nil, err
+	}
+	for {
+		if _, err := os.Stat("release"); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f, err := os.OpenFile("late.txt", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(f, "server")
+	f.Close()
+	_ = child.Wait()
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "written late"}}}, nil
 }

@@ -40,6 +40,9 @@ func TestScripts(t *testing.T) {
 			"fakemodel":  cmdFakeModel,
 			"httpsink":   cmdHTTPSink,
 			"notes-http": cmdNotesHTTP,
+			"waitfile":   cmdWaitFile,
+			"pidsdead":   cmdPidsDead,
+			"marked":     cmdMarked,
 		},
 	})
 }

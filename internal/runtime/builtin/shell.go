@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/runtime/proctree"
 	"github.com/nexa-run/nexa/internal/stdlib"
 )
 
@@ -103,6 +104,7 @@ func shellExec(ctx context.Context, c *call) (runtime.Outcome, error) {
 
 	// The command is the model's argument; running it is this tool's whole
 	// purpose, and its high risk level makes every call need approval.
+	// proctree.Start ties the command and all it starts to nexa's life.
 	cmd := exec.Command(c.opts.Shell, "-c", a.Command)
 	cmd.Dir = dir
 	cmd.Env = callEnv(c.opts.environ(), c.inv, dir)
@@ -118,7 +120,7 @@ func shellExec(ctx context.Context, c *call) (runtime.Outcome, error) {
 		return runtime.Outcome{}, notExecuted(name, "create pipe: "+err.Error())
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-	if err := cmd.Start(); err != nil {
+	if err := proctree.Start(cmd); err != nil {
 		closeAll(outR, outW, errR, errW)
 		return runtime.Outcome{}, notExecuted(name, fmt.Sprintf("start %s: %v", c.opts.Shell, err))
 	}

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nexa-run/nexa/internal/runtime/proctree"
 	"github.com/nexa-run/nexa/internal/toolenv"
 )
 
@@ -40,7 +41,8 @@ type child struct {
 // startChild starts the command of a stdio spec in the working directory,
 // in a process group of its own (so Close can stop everything it started,
 // and the terminal's Ctrl-C does not reach it: the runtime decides when it
-// stops). The command is executed directly, never through a shell.
+// stops). The command is executed directly, never through a shell, under
+// a proctree supervisor, so it and all it started die if nexa dies.
 func startChild(spec Spec, opts Options) (*child, error) {
 	cmd := exec.Command(spec.Command, spec.Args...)
 	if errors.Is(cmd.Err, exec.ErrDot) {
@@ -71,7 +73,7 @@ func startChild(spec Spec, opts Options) (*child, error) {
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	startErr := cmd.Start()
+	startErr := proctree.Start(cmd)
 	// The child holds its own copies; ours must go so EOF can be seen.
 	closeAll(inR, outW, errW)
 	if startErr != nil {

@@ -166,4 +166,12 @@
 // while the leader is still an unreaped zombie (waitid WNOWAIT), so the
 // group id cannot have been reused. Being in its own group also shields
 // the tool from the terminal's Ctrl-C: the runtime decides when to stop it.
+//
+// Per-call interpreters and zygotes are started through package proctree:
+// the process nexa knows (the group leader, whose status is the
+// interpreter's) is a supervisor that kills the interpreter and all its
+// descendants, detached ones included, if nexa dies, even by SIGKILL. A
+// per-call interpreter's os.getppid() is that supervisor; a forked call's is
+// still the zygote. Sandboxed calls are started by sandbox.Start instead:
+// bubblewrap dies with nexa and takes its PID namespace with it.
 package pytool

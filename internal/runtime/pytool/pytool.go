@@ -23,6 +23,7 @@ import (
 
 	"github.com/nexa-run/nexa/internal/compile"
 	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/runtime/proctree"
 	"github.com/nexa-run/nexa/internal/runtime/sandbox"
 )
 
@@ -483,7 +484,7 @@ func (e *Executor) run(ctx context.Context, inv runtime.Invocation, payload []by
 
 	var startErr error
 	if box == nil {
-		startErr = cmd.Start()
+		startErr = proctree.Start(cmd)
 	} else {
 		startErr = e.startSandboxed(cmd, box, inv)
 	}

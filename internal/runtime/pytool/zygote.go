@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/runtime/proctree"
 )
 
 // The warm path (see doc.go, "Warm interpreters"): unsandboxed calls are
@@ -338,7 +339,7 @@ func startZygote(python, program, dir string, env []string, bound time.Duration)
 	// Its own group, like a per-call interpreter: the terminal's Ctrl-C is
 	// not for it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	startErr := cmd.Start()
+	startErr := proctree.Start(cmd)
 	theirs.Close()
 	outW.Close()
 	if startErr != nil {
