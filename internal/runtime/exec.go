@@ -50,3 +50,13 @@ type Outcome struct {
 type Executor interface {
 	Execute(ctx context.Context, inv Invocation) (Outcome, error)
 }
+
+// Refuser is implemented by executors that can tell from a call's arguments
+// alone that they will refuse it (std.fs refuses paths outside the working
+// directory and nexa's own files). The runtime asks when it journals a
+// call, before the call could wait for approval, and answers a refused call
+// at once: nobody is asked to approve a call that cannot run. An empty
+// string means the call may run; the executor checks again then.
+type Refuser interface {
+	Refusal(inv Invocation) string
+}

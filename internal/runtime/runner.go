@@ -509,6 +509,9 @@ func (d *driver) journalCalls(msg state.Message, turn int) []state.JournalEntry 
 			CreatedAt: now,
 		}
 		args, reason := d.r.checkCall(c)
+		if reason == "" {
+			reason = d.refusal(c, args)
+		}
 		if reason != "" {
 			e.Arguments = rawOrString(c.Arguments)
 			e.RawArgs = c.Arguments
@@ -528,6 +531,21 @@ func (d *driver) journalCalls(msg state.Message, turn int) []state.JournalEntry 
 		out = append(out, e)
 	}
 	return out
+}
+
+// refusal asks the tool's executor whether it will refuse the call anyway
+// (see Refuser), and words the answer as a refused call's result.
+func (d *driver) refusal(c state.ToolCall, args json.RawMessage) string {
+	t := d.r.exposed[c.Name]
+	ref, ok := d.r.executors[t.Body.Kind].(Refuser)
+	if !ok {
+		return ""
+	}
+	why := ref.Refusal(Invocation{RunID: d.st.ID, CallID: c.ID, Tool: t, Arguments: args, WorkDir: d.st.Config.WorkDir})
+	if why == "" {
+		return ""
+	}
+	return "error: " + why
 }
 
 // rawOrString keeps arguments that are JSON as they are and wraps anything

@@ -48,6 +48,11 @@ type Options struct {
 	// UserAgent is sent by std.http unless the call sets one; empty means
 	// "nexa".
 	UserAgent string
+	// Protected are absolute paths of nexa's own files and directories
+	// (the run store with its SQLite siblings, logs, locks, secrets files):
+	// std.fs neither reads, lists nor changes them. .nexa in the working
+	// directory is always protected.
+	Protected []string
 }
 
 // Executor runs the built-in tools of the std.* namespaces (compile.Body
@@ -88,6 +93,7 @@ func New(opts Options) *Executor {
 	if opts.Env != nil {
 		opts.Env = append([]string(nil), opts.Env...)
 	}
+	opts.Protected = append([]string(nil), opts.Protected...)
 	e := &Executor{opts: opts, handlers: map[string]handler{}}
 	e.register()
 	return e
