@@ -270,7 +270,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	}
 	defer tools.close()
 	detect := sandboxDetector(e)
-	execs, py := executors(e, detect)
+	execs, py := executors(e, detect, protectedFiles(e, st.Path(), prog))
 	defer py.Close()
 	if tools.mgr != nil {
 		execs[compile.BodyMCP] = tools.mgr
@@ -410,7 +410,14 @@ func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, t
 			// the store still knows it.
 			run = peekRun(e, f.store, f.resume)
 		}
-		if run != nil {
+		if run != nil && rerr.Code == runtime.CodeStoreError {
+			// The step that failed to save may have changed the run
+			// in memory (to completed, say): never report that. The
+			// run failed, and the store holds what it last saved.
+			failed := *run
+			failed.Status = state.StatusFailed
+			res = resultOf(&failed, tool, file, hintFlags(run, providerFlags(c), f.store))
+		} else if run != nil {
 			// The run as stored, with the error (for a refusal,
 			// nothing of it changed).
 			res = resultOf(run, tool, file, hintFlags(run, providerFlags(c), f.store))

@@ -94,13 +94,53 @@ func readOnly(dir string) bool {
 // executors are the tool executors of this build, by body kind.
 // The Python executor is returned too: it keeps warm interpreters that the
 // caller stops with Close when the run stops.
-func executors(e *env, detect func() (*sandbox.Bwrap, error)) (map[compile.BodyKind]runtime.Executor, *pytool.Executor) {
-	py := pytool.New(pytool.Options{Python: e.getenv("NEXA_PYTHON"), Env: toolEnv(), Sandbox: detect})
+// prot are the files tools must not reach (protectedFiles).
+func executors(e *env, detect func() (*sandbox.Bwrap, error), prot sandbox.Protected) (map[compile.BodyKind]runtime.Executor, *pytool.Executor) {
+	py := pytool.New(pytool.Options{Python: e.getenv("NEXA_PYTHON"), Env: toolEnv(), Sandbox: detect, Protected: prot})
 	return map[compile.BodyKind]runtime.Executor{
 		compile.BodyPython:  py,
 		compile.BodyNative:  native.New(),
-		compile.BodyBuiltin: builtin.New(builtin.Options{Env: toolEnv()}),
+		compile.BodyBuiltin: builtin.New(builtin.Options{Env: toolEnv(), Protected: prot.Hidden()}),
 	}, py
+}
+
+// protectedFiles lists nexa's own files, which no tool may read or change
+// (sandboxed tools cannot see them, std.fs refuses them): the store at
+// storePath with its SQLite siblings, the logs and locks kept beside it (the
+// whole directory when it is .nexa), and the secrets files. The program and
+// its legacy tool files stay readable but cannot be changed from the
+// sandbox: they run later outside it.
+func protectedFiles(e *env, storePath string, prog *compile.Program) sandbox.Protected {
+	var p sandbox.Protected
+	dir := filepath.Dir(storePath)
+	if filepath.Base(dir) == store.DirName {
+		p.Dirs = append(p.Dirs, dir)
+	}
+	p.Dirs = append(p.Dirs, filepath.Join(dir, "logs"), filepath.Join(dir, "locks"))
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		p.Files = append(p.Files, storePath+suffix)
+	}
+	secretFiles := append([]string(nil), prog.SecretFiles...)
+	if s := e.getenv("NEXA_SECRETS"); s != "" {
+		secretFiles = append(secretFiles, s)
+	}
+	for _, f := range secretFiles {
+		if abs, err := filepath.Abs(f); err == nil {
+			p.Files = append(p.Files, abs)
+		}
+	}
+	readOnly := append([]string(nil), prog.Files...)
+	for _, t := range prog.Tools {
+		if t.Body.PythonFile != "" {
+			readOnly = append(readOnly, t.Body.PythonFile)
+		}
+	}
+	for _, f := range readOnly {
+		if abs, err := filepath.Abs(f); err == nil {
+			p.ReadOnly = append(p.ReadOnly, abs)
+		}
+	}
+	return p
 }
 
 // toolEnv is the environment Python and shell tools start with: the least

@@ -90,6 +90,9 @@ func (s *SQLite) Create(ctx context.Context, st *state.RunState) error {
 		return fmt.Errorf("create run %s: updated_at: %w", st.ID, err)
 	}
 
+	if err := s.guard(ctx, false); err != nil {
+		return fmt.Errorf("create run %s: %w", st.ID, err)
+	}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO runs
 			(id, revision, status, agent, file, created_at, updated_at, config, task, usage, output, error)
@@ -267,6 +270,11 @@ func (s *SQLite) Save(ctx context.Context, st *state.RunState, d state.Delta) er
 	if st == nil || st.ID == "" {
 		return errors.New("save run: missing run id")
 	}
+	// A run that stops (completed, waiting, failed...) is what a person
+	// acts on: check the whole file first, not only its identity.
+	if err := s.guard(ctx, st.Status != state.StatusRunning); err != nil {
+		return fmt.Errorf("save run %s: %w", st.ID, err)
+	}
 	now := time.Now().UTC()
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		return writeRun(ctx, tx, st, st.Revision, now, d)
@@ -291,6 +299,9 @@ func (s *SQLite) Save(ctx context.Context, st *state.RunState, d state.Delta) er
 func (s *SQLite) Update(ctx context.Context, id string, fn func(st *state.RunState) (state.Delta, error)) (*state.RunState, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("update run %s: nil function", id)
+	}
+	if err := s.guard(ctx, false); err != nil {
+		return nil, fmt.Errorf("update run %s: %w", id, err)
 	}
 	var (
 		st      *state.RunState

@@ -55,6 +55,9 @@ var (
 type SQLite struct {
 	db   *sql.DB
 	path string
+	// id is the identity of the file Open verified; every write checks
+	// that it is still the file at path (see guard).
+	id fileID
 }
 
 var _ state.Store = (*SQLite)(nil)
@@ -126,6 +129,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 		return nil, fmt.Errorf("open run store %s: %w", path, err)
 	}
 	tightenMode(abs)
+	if s.id, err = identify(abs); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open run store %s: %w", path, err)
+	}
 	return s, nil
 }
 

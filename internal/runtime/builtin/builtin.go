@@ -49,6 +49,11 @@ type Options struct {
 	// UserAgent is sent by std.http unless the call sets one; empty means
 	// "nexa".
 	UserAgent string
+	// Protected are absolute paths of nexa's own files and directories
+	// (the run store with its SQLite siblings, logs, locks, secrets files):
+	// std.fs neither reads, lists nor changes them. .nexa in the working
+	// directory is always protected.
+	Protected []string
 	// HTTPAllow are internal hosts std.http may reach on every call, in
 	// the syntax of the agent setting http_allow (compile.ParseHTTPAllow),
 	// on top of the invocation's own list. Tests use it for local servers.
@@ -98,6 +103,7 @@ func New(opts Options) *Executor {
 		opts.Env = append([]string(nil), opts.Env...)
 	}
 	opts.HTTPAllow = append([]string(nil), opts.HTTPAllow...)
+	opts.Protected = append([]string(nil), opts.Protected...)
 	e := &Executor{opts: opts, handlers: map[string]handler{}}
 	e.register()
 	return e

@@ -35,8 +35,11 @@
 // check and the use still cannot escape. Files are opened non-blocking and
 // must be regular files (a FIFO cannot hang a call). file_delete removes a
 // link itself, never its target, and refuses directories unless recursive
-// is set. The working directory itself and the run store's directory
-// (.nexa/) are never modified by the file tools. file_read returns text
+// is set. The working directory itself is never modified by the file
+// tools, and nexa's own files (.nexa/ and Options.Protected: a store named
+// anywhere with its SQLite siblings, the logs and locks beside it, secrets
+// files) are neither read, listed nor modified; Executor.Precheck lets the
+// runtime answer such a call before it would wait for approval. file_read returns text
 // only (UTF-8, no NUL bytes) and appends a note saying how to continue when
 // the file is longer than max_bytes.
 //

@@ -23,9 +23,13 @@ const (
 	// maxEditBytes bounds the file file_edit loads into memory.
 	maxEditBytes = 16 << 20
 	// storeDir is the run store's directory (runtime.md 6); the built-in
-	// file tools never modify it, so a model cannot destroy its own run.
+	// file tools neither read nor change it, whatever Options.Protected
+	// says, so a model cannot destroy its own run or read other runs.
 	storeDir = ".nexa"
 )
+
+// guardedMessage is the refusal of a path that is one of nexa's own files.
+const guardedMessage = "path %q is nexa's own (the run store, its logs and locks, or a secrets file), which the file tools neither read nor change"
 
 // jail confines paths to a run's working directory. Confinement has two
 // layers: resolve checks paths lexically and through the symbolic links
@@ -39,9 +43,12 @@ type jail struct {
 	// given is the absolute working directory as configured, so absolute
 	// paths written either way are recognised.
 	given string
+	// guarded are the root-relative paths (storeDir and the protected
+	// paths inside the working directory) that no file tool may touch.
+	guarded []string
 }
 
-func openJail(workDir string) (*jail, error) {
+func openJail(workDir string, protected []string) (*jail, error) {
 	if workDir == "" {
 		return nil, errors.New("the run has no working directory")
 	}
@@ -57,7 +64,43 @@ func openJail(workDir string) (*jail, error) {
 	if err != nil {
 		return nil, fmt.Errorf("working directory %q: %w", workDir, err)
 	}
-	return &jail{root: root, real: real, given: given}, nil
+	j := &jail{root: root, real: real, given: given, guarded: []string{storeDir}}
+	for _, p := range protected {
+		if r, ok := realIn(real, p); ok && r != "." {
+			j.guarded = append(j.guarded, r)
+		}
+	}
+	return j, nil
+}
+
+// realIn returns p (absolute) relative to base with its symbolic links
+// resolved (for a path that does not exist yet, its directory's), when it
+// is inside base.
+func realIn(base, p string) (string, bool) {
+	if !filepath.IsAbs(p) {
+		return "", false
+	}
+	p = filepath.Clean(p)
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		dir, derr := filepath.EvalSymlinks(filepath.Dir(p))
+		if derr != nil {
+			return "", false
+		}
+		real = filepath.Join(dir, filepath.Base(p))
+	}
+	return inside(base, real)
+}
+
+// isGuarded reports whether the root-relative rel is one of nexa's own
+// files or inside one of its directories.
+func (j *jail) isGuarded(rel string) bool {
+	for _, g := range j.guarded {
+		if rel == g || strings.HasPrefix(rel, g+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
 }
 
 func (j *jail) Close() { _ = j.root.Close() }
@@ -145,17 +188,14 @@ func (j *jail) resolve(p string, followLast bool) (string, error) {
 	if !ok {
 		return "", outside(p)
 	}
+	if j.isGuarded(r) {
+		return "", &pathError{fmt.Sprintf(guardedMessage, p)}
+	}
 	return r, nil
 }
 
 // display is the form of a root-relative path shown to the model.
 func display(rel string) string { return filepath.ToSlash(rel) }
-
-// inStore reports whether rel is the run store's directory or inside it.
-func inStore(rel string) bool {
-	first, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
-	return first == storeDir
-}
 
 // osFailure words an error of a file operation for the model, without the
 // absolute paths Go puts in its messages.
@@ -181,7 +221,7 @@ func osFailure(verb, rel string, err error) runtime.Outcome {
 // withJail opens the jail for a call; a missing working directory means
 // nothing can run.
 func withJail(c *call, f func(j *jail) (runtime.Outcome, error)) (runtime.Outcome, error) {
-	j, err := openJail(c.inv.WorkDir)
+	j, err := openJail(c.inv.WorkDir, c.opts.Protected)
 	if err != nil {
 		return runtime.Outcome{}, notExecuted(c.inv.Tool.Name, err.Error())
 	}
@@ -331,6 +371,10 @@ func fileList(_ context.Context, c *call) (runtime.Outcome, error) {
 		entries := []listEntry{}
 		truncated := false
 		add := func(p string, d fs.DirEntry) bool {
+			if j.isGuarded(filepath.FromSlash(p)) {
+				// nexa's own files are not listed either.
+				return true
+			}
 			if a.Pattern != "" {
 				if m, _ := path.Match(a.Pattern, d.Name()); !m {
 					return true
@@ -375,6 +419,9 @@ func fileList(_ context.Context, c *call) (runtime.Outcome, error) {
 					}
 					return nil
 				}
+				if d.IsDir() && j.isGuarded(filepath.FromSlash(p)) {
+					return fs.SkipDir
+				}
 				if !add(p, d) {
 					return fs.SkipAll
 				}
@@ -416,7 +463,7 @@ func fileExists(_ context.Context, c *call) (runtime.Outcome, error) {
 }
 
 // prepareWrite resolves a path that is about to be modified and refuses
-// the working directory itself and the run store.
+// the working directory itself (resolve refuses nexa's own files).
 func (j *jail) prepareWrite(p string, followLast bool) (string, error) {
 	rel, err := j.resolve(p, followLast)
 	if err != nil {
@@ -424,9 +471,6 @@ func (j *jail) prepareWrite(p string, followLast bool) (string, error) {
 	}
 	if rel == "." {
 		return "", &pathError{fmt.Sprintf("path %q is the working directory itself", p)}
-	}
-	if inStore(rel) {
-		return "", &pathError{fmt.Sprintf("path %q is inside %s/, the run store, which the file tools do not modify", p, storeDir)}
 	}
 	return rel, nil
 }

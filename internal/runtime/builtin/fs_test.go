@@ -8,6 +8,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/runtime"
 )
 
 // fsSetup returns a working directory and, beside it, an outside directory
@@ -364,7 +367,7 @@ func TestFileListAndExists(t *testing.T) {
 // miss: a directory replaced by a link to the outside after the check.
 func TestRootCatchesSwappedLink(t *testing.T) {
 	wd, outside := fsSetup(t)
-	j, err := openJail(wd)
+	j, err := openJail(wd, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,5 +393,84 @@ func TestRootCatchesSwappedLink(t *testing.T) {
 	}
 	if read(t, filepath.Join(outside, "secret.txt")) != "TOP SECRET" {
 		t.Fatal("changed")
+	}
+}
+
+// TestFileToolsKeepOutOfNexaFiles: .nexa and the protected paths (a store
+// named anywhere in the working directory, its siblings, a secrets file)
+// are neither read, listed nor changed, also through a link, and a call
+// on them is refused before it would wait for approval.
+func TestFileToolsKeepOutOfNexaFiles(t *testing.T) {
+	wd, _ := fsSetup(t)
+	for name, content := range map[string]string{
+		".nexa/runs.sqlite3": "store", ".nexa/logs/run_1.log": "log of another run",
+		"mystore.db": "live store", "mystore.db-wal": "wal", "conf/secrets.nxs": "API_KEY = x",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(wd, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(wd, name), content)
+	}
+	if err := os.Symlink("mystore.db", filepath.Join(wd, "store_link")); err != nil {
+		t.Fatal(err)
+	}
+	prot := []string{filepath.Join(wd, "mystore.db"), filepath.Join(wd, "mystore.db-wal"), filepath.Join(wd, "mystore.db-journal"), filepath.Join(wd, "conf", "secrets.nxs")}
+	ro := runOpts{workDir: wd, opts: Options{Protected: prot}}
+	e := New(Options{Protected: prot})
+	refused := []struct {
+		tool string
+		args map[string]any
+	}{
+		{"file_read", map[string]any{"path": ".nexa/logs/run_1.log"}},
+		{"file_read", map[string]any{"path": "mystore.db"}},
+		{"file_read", map[string]any{"path": "store_link"}},
+		{"file_read", map[string]any{"path": filepath.Join(wd, "conf/secrets.nxs")}},
+		{"file_list", map[string]any{"path": ".nexa/logs"}},
+		{"file_exists", map[string]any{"path": "mystore.db-wal"}},
+		{"file_write", map[string]any{"path": "mystore.db", "content": "x"}},
+		{"file_write", map[string]any{"path": "store_link", "content": "x"}},
+		{"file_write", map[string]any{"path": "mystore.db-journal", "content": "x"}},
+		{"file_append", map[string]any{"path": "conf/secrets.nxs", "content": "x"}},
+		{"file_edit", map[string]any{"path": "mystore.db", "old_text": "live", "new_text": "dead"}},
+		{"file_delete", map[string]any{"path": "mystore.db"}},
+		{"file_delete", map[string]any{"path": ".nexa", "recursive": true}},
+	}
+	for _, c := range refused {
+		out := mustRun(t, ro, c.tool, c.args, false)
+		if !strings.Contains(out, "nexa's own") {
+			t.Errorf("%s %v: %s", c.tool, c.args, out)
+		}
+		raw, _ := json.Marshal(c.args)
+		if err := e.Precheck(runtime.Invocation{Tool: &compile.Tool{Name: c.tool}, Arguments: raw, WorkDir: wd}); err == nil || !strings.Contains(err.Error(), "nexa's own") {
+			t.Errorf("Precheck(%s %v) = %v, want a refusal before approval", c.tool, c.args, err)
+		}
+	}
+	for name, want := range map[string]string{".nexa/runs.sqlite3": "store", "mystore.db": "live store", "mystore.db-wal": "wal", "conf/secrets.nxs": "API_KEY = x"} {
+		if got := read(t, filepath.Join(wd, name)); got != want {
+			t.Errorf("%s changed: %q", name, got)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(wd, "mystore.db-journal")); err == nil {
+		t.Error("mystore.db-journal was created")
+	}
+	// Listings leave them out; ordinary files stay reachable.
+	list := mustRun(t, ro, "file_list", map[string]any{"path": ".", "recursive": true, "limit": 1000}, true)
+	for _, hidden := range []string{".nexa", "mystore.db", "secrets.nxs", "run_1.log"} {
+		if strings.Contains(list, hidden) {
+			t.Errorf("listing shows %s: %s", hidden, list)
+		}
+	}
+	if !strings.Contains(list, "hello.txt") || !strings.Contains(list, "store_link") {
+		t.Errorf("listing lost ordinary entries: %s", list)
+	}
+	mustRun(t, ro, "file_write", map[string]any{"path": "conf/other.txt", "content": "x"}, true)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{{"file_read", map[string]any{"path": "hello.txt"}}, {"file_write", map[string]any{"path": "new.txt", "content": "x"}}, {"file_delete", map[string]any{"path": "store_link"}}, {"shell_exec", map[string]any{"command": "cat mystore.db"}}} {
+		raw, _ := json.Marshal(c.args)
+		if err := e.Precheck(runtime.Invocation{Tool: &compile.Tool{Name: c.tool}, Arguments: raw, WorkDir: wd}); err != nil {
+			t.Errorf("Precheck(%s %v) = %v, want none", c.tool, c.args, err)
+		}
 	}
 }

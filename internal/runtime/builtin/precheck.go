@@ -53,7 +53,7 @@ func (e *Executor) Precheck(inv runtime.Invocation) error {
 	if p == "" && pc.defaultDot {
 		p = "."
 	}
-	j, err := openJail(inv.WorkDir)
+	j, err := openJail(inv.WorkDir, e.opts.Protected)
 	if err != nil {
 		return nil // nothing can run; Execute says so
 	}

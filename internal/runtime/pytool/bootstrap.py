@@ -35,12 +35,15 @@ import sys
 
 
 def _nexa_prepare():
-    # `python -c` puts the working directory first on sys.path. Take it off
-    # while the bootstrap imports its own modules, so a project file named
-    # json.py or ast.py cannot replace them; _nexa_main puts it back for user
-    # code.
-    cwd_on_path = bool(sys.path) and sys.path[0] == ""
-    if cwd_on_path:
+    # `python -c` puts the working directory first on sys.path (Python 3.11+
+    # leaves it off with -P or PYTHONSAFEPATH, older ones always add it).
+    # Take it off before anything is imported, for good: the working
+    # directory is writable by sandboxed tools, so a file planted there
+    # (csv.py, json.py) must never be imported by the bootstrap or by a
+    # tool that runs outside the sandbox. This is what -P does, for every
+    # interpreter version, without changing what child processes inherit.
+    # Entries the user put on PYTHONPATH stay: those are explicit.
+    if sys.path and sys.path[0] == "":
         sys.path.pop(0)
 
     import os
@@ -57,10 +60,9 @@ def _nexa_prepare():
         import fcntl
     except ImportError:
         pass
-    return cwd_on_path
 
 
-def _nexa_zygote(cwd_on_path):
+def _nexa_zygote():
     # The fork server. It returns only in a forked child, ready to run one
     # call exactly as a fresh `python3 -c BOOTSTRAP` would; the server
     # itself never returns. It never sees arguments, secrets, environment or
@@ -251,7 +253,7 @@ def _nexa_zygote(cwd_on_path):
     os._exit(0)
 
 
-def _nexa_main(cwd_on_path, warm):
+def _nexa_main(warm):
     import os
     import json
     import keyword
@@ -262,10 +264,6 @@ def _nexa_main(cwd_on_path, warm):
     import traceback
     import importlib
     import importlib.util
-
-    def user_path():
-        if cwd_on_path and (not sys.path or sys.path[0] != ""):
-            sys.path.insert(0, "")
 
     # Move the result channel away from fd 3 so that user code that opens
     # files or spawns processes cannot write to it by accident.
@@ -478,8 +476,8 @@ def _nexa_main(cwd_on_path, warm):
             module = importlib.util.module_from_spec(spec)
             module.__dict__.update({"nexa_secrets": nexa_secrets, "ToolOutcomeUnknown": ToolOutcomeUnknown})
             sys.modules[module_name] = module
-            user_path()
-            sys.path.insert(0, os.path.dirname(os.path.abspath(source)))
+            # Loaded by path: neither the file's directory nor the
+            # working directory goes on sys.path.
             emit({"event": "start"})
             started = True
             spec.loader.exec_module(module)
@@ -488,7 +486,6 @@ def _nexa_main(cwd_on_path, warm):
                 finish({"ok": False, "error": "python tool file %s has no function %s" % (source, function)})
                 return 0
         if not started:
-            user_path()
             emit({"event": "start"})
             started = True
         output = render(fn(**arguments))
@@ -504,11 +501,11 @@ def _nexa_main(cwd_on_path, warm):
 
 _nexa_rc = 70
 try:
-    _nexa_cwd_on_path = _nexa_prepare()
+    _nexa_prepare()
     _nexa_warm = None
     if sys.argv[1:] == ["--nexa-zygote"]:
-        _nexa_warm = _nexa_zygote(_nexa_cwd_on_path)
-    _nexa_rc = _nexa_main(_nexa_cwd_on_path, _nexa_warm)
+        _nexa_warm = _nexa_zygote()
+    _nexa_rc = _nexa_main(_nexa_warm)
 except BaseException:
     pass
 try:

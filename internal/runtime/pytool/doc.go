@@ -63,6 +63,20 @@
 //     it has a NotStarted() method, and it does NOT wrap ErrUnknownOutcome.
 //     The runtime may treat such a call as not executed.
 //
+// # Import path
+//
+// The working directory is never implicitly on sys.path, with every
+// interpreter version: `python -c` puts it first (Python 3.11+ would leave
+// it off with -P), and the bootstrap removes that entry before it imports
+// anything, for good. Sandboxed tools can write to the working directory;
+// a file planted there (csv.py) must never be imported by the bootstrap or
+// by a tool running outside the sandbox. A legacy `python:` file is loaded
+// by path (importlib.util.spec_from_file_location) and its directory is not
+// added either; a tool that wants its working directory or its own
+// directory on sys.path adds it itself. PYTHONPATH entries and site-packages
+// are kept (-I, -E and -s would drop them): they are the user's explicit
+// choice, and child processes of a tool inherit nothing from this rule.
+//
 // # Sandbox
 //
 // A tool declared `sandbox: true` runs under the backend returned by
@@ -74,7 +88,12 @@
 // channel (fd 3) and the output pipe pass into the sandbox unchanged, and the
 // request asks the bootstrap (close_fds) to close every other inherited
 // descriptor before user code runs. A legacy tool file's directory is
-// exposed read-only if the sandbox would otherwise hide it (/tmp, /run).
+// exposed read-only if the sandbox would otherwise hide it (/tmp, /run),
+// and cannot be changed from inside. Options.Protected names nexa's own
+// files (the store and its SQLite siblings, .nexa, logs, locks, secrets
+// files), which a sandboxed call can neither read nor change, and the
+// files nexa runs later (the program, legacy tool files), which it cannot
+// change.
 // When no backend is configured or detection fails, the call is refused
 // with a *StartError matching ErrSandboxUnavailable (and, for a failed
 // detection, sandbox.ErrUnavailable, whose message says how to install
@@ -101,8 +120,8 @@
 // group (setpgid, as the per-call path does; the zygote does it as well, so
 // the group exists before nexa learns the pid), moves the pipes onto 0, 1,
 // 2 and 3, closes every other descriptor (the control socket included),
-// drops from sys.modules what only the zygote imported (so a project file
-// may shadow those as it would in a fresh interpreter) and resets sys.argv.
+// drops from sys.modules what only the zygote imported (so a call imports
+// those afresh, as it would in a fresh interpreter) and resets sys.argv.
 // nexa sends the request only once it knows the pid; the child then sets the
 // call variables in its environment (the zygote's environment is otherwise
 // exactly what the interpreter started with, wrapper changes included),

@@ -123,6 +123,13 @@ type Options struct {
 	// those tools are refused with ErrSandboxUnavailable and never run.
 	// Tools without `sandbox: true` never use it.
 	Sandbox func() (*sandbox.Bwrap, error)
+	// Protected are nexa's own files (the run store and its siblings, the
+	// .nexa directory, secrets files) and the files nexa runs later (the
+	// program, legacy tool files): a sandboxed call can neither read nor
+	// change them, even inside its writable working directory. The CLI
+	// passes what it knows from where it opened the store. The zero value
+	// protects nothing.
+	Protected sandbox.Protected
 	// NoWarm turns the warm path off: every unsandboxed call then starts
 	// its own interpreter, as sandboxed calls always do. By default (false)
 	// unsandboxed calls are forked from a warm interpreter (a zygote, one
@@ -144,6 +151,7 @@ type Executor struct {
 	hasEnv  bool
 	grace   time.Duration
 	sandbox func() (*sandbox.Bwrap, error)
+	protect sandbox.Protected
 	// zygotes serves unsandboxed calls; nil with Options.NoWarm.
 	zygotes *zygoteSet
 }
@@ -169,7 +177,7 @@ func New(opts Options) *Executor {
 	if grace <= 0 {
 		grace = defaultExitGrace
 	}
-	e := &Executor{python: python, grace: grace, sandbox: opts.Sandbox}
+	e := &Executor{python: python, grace: grace, sandbox: opts.Sandbox, protect: opts.Protected}
 	if opts.Env != nil {
 		e.env = append([]string(nil), opts.Env...)
 		e.hasEnv = true
@@ -612,15 +620,17 @@ func (e *Executor) startSandboxed(cmd *exec.Cmd, box *sandbox.Bwrap, inv runtime
 		return &StartError{Tool: name, Reason: e.describeStartFailure(cmd.Err, inv.WorkDir), Err: cmd.Err}
 	}
 	var readOnly []string
+	prot := e.protect
 	if f := inv.Tool.Body.PythonFile; f != "" {
+		f = absIn(inv.WorkDir, f)
 		// A legacy tool file outside the working directory must stay
-		// readable even where the sandbox hides the host (/tmp, /run).
-		if !filepath.IsAbs(f) {
-			f = filepath.Join(inv.WorkDir, f)
-		}
+		// readable even where the sandbox hides the host (/tmp, /run);
+		// inside it, the file must not change: it may back an
+		// unsandboxed call later.
 		readOnly = append(readOnly, filepath.Dir(f))
+		prot.ReadOnly = append(append([]string(nil), prot.ReadOnly...), f)
 	}
-	release, err := box.Wrap(cmd, inv.WorkDir, readOnly...)
+	release, err := box.WrapProtected(cmd, inv.WorkDir, prot, readOnly...)
 	if err != nil {
 		return &StartError{Tool: name, Reason: "cannot set up the sandbox", Err: err}
 	}
@@ -629,6 +639,14 @@ func (e *Executor) startSandboxed(cmd *exec.Cmd, box *sandbox.Bwrap, inv runtime
 		return &StartError{Tool: name, Reason: fmt.Sprintf("cannot start the sandbox (bubblewrap %s)", box.Path()), Err: err}
 	}
 	return nil
+}
+
+// absIn makes p absolute against dir.
+func absIn(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
 }
 
 func (e *Executor) describeStartFailure(err error, dir string) string {

@@ -530,7 +530,16 @@ func TestLegacyPythonFile(t *testing.T) {
 	bothPaths(t, func(t *testing.T, cold bool) {
 		src := t.TempDir()
 		helper := "def shout(s):\n    return s.upper()\n"
-		file := `import helper_mod
+		// The file's directory is not on sys.path: a helper beside it is
+		// imported only when the file puts it there itself.
+		file := `import os, sys
+try:
+    import helper_mod
+    raise RuntimeError("helper_mod was importable without an explicit sys.path entry")
+except ImportError:
+    pass
+sys.path.append(os.path.dirname(__file__))
+import helper_mod
 print("imported")
 
 def legacy_tool(query, limit=2):
@@ -738,26 +747,40 @@ func benchmarkCall(b *testing.B, opts Options) {
 	}
 }
 
-func TestProjectModulesCannotShadowBootstrap(t *testing.T) {
+// TestWorkingDirectoryIsNotOnSysPath: nothing a call imports comes from its
+// working directory unless the tool puts it on sys.path itself: not the
+// bootstrap's modules, not the stdlib modules a tool imports, not a module
+// that exists only there. A sandboxed tool can write there, so a planted
+// file must never run in an unsandboxed call.
+func TestWorkingDirectoryIsNotOnSysPath(t *testing.T) {
 	requirePython(t)
 	bothPaths(t, func(t *testing.T, cold bool) {
 		dir := t.TempDir()
-		for _, m := range []string{"json", "ast", "traceback", "types", "keyword", "linecache", "fcntl"} {
-			if err := os.WriteFile(filepath.Join(dir, m+".py"), []byte("raise RuntimeError('shadowed "+m+"')\n"), 0o600); err != nil {
+		for _, m := range []string{"json", "ast", "traceback", "types", "keyword", "linecache", "fcntl", "csv", "localhelper"} {
+			if err := os.WriteFile(filepath.Join(dir, m+".py"), []byte("raise RuntimeError('planted "+m+" imported')\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := os.WriteFile(filepath.Join(dir, "localhelper.py"), []byte("VALUE = 'local module'\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		// The tool itself still imports from its working directory.
-		got := mustSucceed(t, call{cold: cold, tool: bodyTool("shadow", "import localhelper\nreturn {'v': localhelper.VALUE}"), dir: dir}.do(t))
-		if got != `{"v": "local module"}` {
+		body := `import csv, importlib
+try:
+    importlib.import_module("localhelper")
+    local = "imported"
+except ImportError:
+    local = "absent"
+return {"csv": csv.__file__ != os.path.join(os.getcwd(), "csv.py"), "local": local, "path": [p for p in sys.path if p in ("", ".", os.getcwd())]}`
+		got := mustSucceed(t, call{cold: cold, tool: bodyTool("planted", body), dir: dir}.do(t))
+		if got != `{"csv": true, "local": "absent", "path": []}` {
 			t.Fatalf("got %s", got)
 		}
-		out, _, err := call{cold: cold, tool: bodyTool("shadow_err", "raise KeyError('k')"), dir: dir}.run(t)
+		out, _, err := call{cold: cold, tool: bodyTool("planted_err", "raise KeyError('k')"), dir: dir}.run(t)
 		if err != nil || out.Success || !strings.Contains(out.Output, "KeyError") {
-			t.Fatalf("error path with shadowing files: %+v, %v", out, err)
+			t.Fatalf("error path with planted files: %+v, %v", out, err)
+		}
+		// A tool that wants its working directory on the path says so.
+		got = mustSucceed(t, call{cold: cold, dir: dir, tool: bodyTool("explicit",
+			"sys.path.append(os.getcwd())\ntry:\n    import localhelper\nexcept RuntimeError as e:\n    return str(e)\nreturn 'not planted'")}.do(t))
+		if got != "planted localhelper imported" {
+			t.Fatalf("explicit sys.path entry: got %s", got)
 		}
 	})
 }

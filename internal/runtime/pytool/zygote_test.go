@@ -533,8 +533,9 @@ func TestDroppedExecutorStopsItsZygote(t *testing.T) {
 }
 
 // TestZygoteOnlyModulesCanBeShadowed: modules only the zygote needs (socket,
-// select, signal, ...) are imported by a call as a fresh interpreter would:
-// from the working directory first, when the project has such a file.
+// select, signal, ...) are imported by a call as a fresh interpreter would,
+// so both paths see the same modules when the project has files of those
+// names (neither imports them: the working directory is not on sys.path).
 func TestZygoteOnlyModulesCanBeShadowed(t *testing.T) {
 	requirePython(t)
 	dir := t.TempDir()

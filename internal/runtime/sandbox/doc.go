@@ -8,6 +8,7 @@
 //
 //	b, err := sandbox.Detect()          // cached: find bwrap, self-test it once
 //	release, err := b.Wrap(cmd, workDir) // rewrite cmd to run inside
+//	                                     // (WrapProtected: and keep nexa's files out)
 //	err = sandbox.Start(cmd)             // start from a thread that never exits
 //	release()
 //
@@ -33,7 +34,9 @@
 //	      --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /run
 //	      [--symlink TARGET /run/NAME]… [--ro-bind-try P P]…
 //	      --bind WORKDIR WORKDIR --chdir WORKDIR --setenv TMPDIR /tmp
-//	      [--seccomp FD] -- PROGRAM ARGS…
+//	      [--seccomp FD]
+//	      [--tmpfs DIR --remount-ro DIR]… [--ro-bind /dev/null FILE]…
+//	      [--ro-bind FILE FILE]… -- PROGRAM ARGS…
 //
 // which gives:
 //
@@ -50,6 +53,13 @@
 //     read-write at its real path; the process starts there). It may not be
 //     / or a system directory (/usr, /etc, /var, /tmp, …) nor lie in /proc,
 //     /sys or /dev.
+//   - nexa's own files are out of reach (WrapProtected, see Protected):
+//     directories (.nexa, logs, locks) are covered by an empty read-only
+//     tmpfs and files (a store named anywhere, its -wal/-shm/-journal,
+//     secrets files) by a read-only /dev/null, also inside the working
+//     directory; a missing file name inside the working directory is
+//     reserved by an empty placeholder. Files nexa runs later (the program,
+//     legacy tool files) are bound read-only onto themselves.
 //   - Separate PID, IPC, UTS (and where possible user and cgroup)
 //     namespaces: host processes are invisible and cannot be signalled or
 //     traced; System V IPC and POSIX message queues are private.
@@ -86,9 +96,10 @@
 //     holds whatever nexa passes tools, and the secrets nexa hands the tool).
 //     A tool can return what it read as its result, which goes to the model
 //     provider. Keep secrets out of reach of sandboxed tools.
-//   - The working directory is fully writable, including files that run
-//     later outside the sandbox (.git/hooks, Makefiles, virtual
-//     environments, shell scripts) and symbolic links pointing anywhere.
+//   - The working directory is fully writable but for Protected, including
+//     files that run later outside the sandbox (.git/hooks, Makefiles,
+//     virtual environments, shell scripts) and symbolic links pointing
+//     anywhere.
 //   - Resources: no CPU, memory, disk, process-count or file-size limits
 //     beyond the tool's timeout and the user's own limits.
 //   - The kernel is shared: a kernel vulnerability, side channels, or

@@ -35,6 +35,12 @@ func requireBwrap(t *testing.T) *Bwrap {
 // on fd 3.
 func run(t *testing.T, b *Bwrap, cmd *exec.Cmd, work string, readOnly ...string) (string, string, error) {
 	t.Helper()
+	return runProtected(t, b, cmd, work, Protected{}, readOnly...)
+}
+
+// runProtected is run with nexa's files protected by prot.
+func runProtected(t *testing.T, b *Bwrap, cmd *exec.Cmd, work string, prot Protected, readOnly ...string) (string, string, error) {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +51,7 @@ func run(t *testing.T, b *Bwrap, cmd *exec.Cmd, work string, readOnly ...string)
 	cmd.Stderr = &out
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	release, err := b.Wrap(cmd, work, readOnly...)
+	release, err := b.WrapProtected(cmd, work, prot, readOnly...)
 	if err != nil {
 		w.Close()
 		t.Fatalf("Wrap: %v", err)
@@ -345,5 +351,86 @@ func TestKillingTheProcessGroupKillsTheSandbox(t *testing.T) {
 			t.Fatalf("sandboxed processes survived the kill: %v", left)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWrapProtectedKeepsNexaFilesOutOfReach: the store directory, a store
+// file named anywhere in the working directory (with its SQLite siblings,
+// existing or not) and the files nexa runs later are neither readable nor
+// writable from inside, although the working directory is.
+func TestWrapProtectedKeepsNexaFilesOutOfReach(t *testing.T) {
+	b := requireBwrap(t)
+	work := t.TempDir()
+	files := map[string]string{
+		".nexa/runs.sqlite3":  "store-content",
+		".nexa/logs/run.log":  "log-content",
+		"mystore.db":          "other-store",
+		"mystore.db-wal":      "wal-content",
+		"prog.nx":             "program-content",
+		"tools/legacy.py":     "legacy-content",
+		"ordinary/other.txt":  "ordinary",
+		"data/secrets.nxs":    "secret-file",
+		"data/not-secret.txt": "plain",
+	}
+	for name, content := range files {
+		p := filepath.Join(work, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prot := Protected{
+		Dirs:     []string{filepath.Join(work, ".nexa")},
+		Files:    []string{filepath.Join(work, ".nexa/runs.sqlite3"), filepath.Join(work, "mystore.db"), filepath.Join(work, "mystore.db-wal"), filepath.Join(work, "mystore.db-journal"), filepath.Join(work, "data/secrets.nxs")},
+		ReadOnly: []string{filepath.Join(work, "prog.nx"), filepath.Join(work, "tools/legacy.py")},
+	}
+	script := `
+try() { if ( eval "$2" ) 2>/dev/null; then echo "$1 ok" >&3; else echo "$1 denied" >&3; fi; }
+try read_store 'grep -q store-content .nexa/runs.sqlite3'
+try read_log 'grep -q log-content .nexa/logs/run.log'
+try write_nexa 'echo x > .nexa/planted'
+try write_store 'echo x > mystore.db && grep -q x mystore.db'
+try read_other_store 'grep -q other-store mystore.db'
+try read_wal 'grep -q wal-content mystore.db-wal'
+try plant_journal 'echo x > mystore.db-journal && grep -q x mystore.db-journal'
+try replace_store 'rm -f mystore.db'
+try read_secrets 'grep -q secret-file data/secrets.nxs'
+try read_program 'grep -q program-content prog.nx'
+try write_program 'echo x > prog.nx'
+try write_legacy 'echo x > tools/legacy.py'
+try write_ordinary 'echo changed > ordinary/other.txt'
+try write_beside 'echo x > data/new.txt'
+`
+	cmd := exec.Command("/bin/sh", "-c", script)
+	out, fd3, err := runProtected(t, b, cmd, work, prot)
+	if err != nil {
+		t.Fatalf("sandboxed sh: %v (output %q)", err, out)
+	}
+	want := map[string]string{
+		"read_store": "denied", "read_log": "denied", "write_nexa": "denied", "write_store": "denied",
+		"read_other_store": "denied", "read_wal": "denied", "plant_journal": "denied", "replace_store": "denied",
+		"read_secrets": "denied", "read_program": "ok", "write_program": "denied", "write_legacy": "denied",
+		"write_ordinary": "ok", "write_beside": "ok",
+	}
+	for k, v := range want {
+		if !strings.Contains(fd3, k+" "+v+"\n") {
+			t.Errorf("%s: want %s; report:\n%s", k, v, fd3)
+		}
+	}
+	for name, content := range files {
+		if name == "ordinary/other.txt" {
+			continue
+		}
+		if got, err := os.ReadFile(filepath.Join(work, name)); err != nil || string(got) != content {
+			t.Errorf("%s on the host: %q, %v; want %q", name, got, err, content)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(work, ".nexa/planted")); err == nil {
+		t.Errorf(".nexa/planted exists on the host")
+	}
+	if got, err := os.ReadFile(filepath.Join(work, "mystore.db-journal")); err != nil || len(got) != 0 {
+		t.Errorf("mystore.db-journal on the host: %q, %v; want the empty placeholder", got, err)
 	}
 }

@@ -52,6 +52,14 @@ var refusedWorkTrees = []string{"/proc", "/sys", "/dev"}
 // Start the command with Start (not cmd.Start) so --die-with-parent is tied
 // to a thread that lives as long as the process.
 func (b *Bwrap) Wrap(cmd *exec.Cmd, workDir string, readOnly ...string) (release func(), err error) {
+	return b.WrapProtected(cmd, workDir, Protected{}, readOnly...)
+}
+
+// WrapProtected is Wrap with nexa's own files out of the command's reach:
+// prot's directories and files are replaced by empty read-only ones and its
+// read-only files cannot be changed, wherever they are (inside the working
+// directory too, which is otherwise writable). See Protected.
+func (b *Bwrap) WrapProtected(cmd *exec.Cmd, workDir string, prot Protected, readOnly ...string) (release func(), err error) {
 	if b == nil || b.path == "" {
 		return nil, &UnavailableError{Reason: "no bubblewrap backend was detected"}
 	}
@@ -104,6 +112,7 @@ func (b *Bwrap) Wrap(cmd *exec.Cmd, workDir string, readOnly ...string) (release
 	}
 
 	args := b.args(work, program, readOnly, seccompFD)
+	args = append(args, protectArgs(prot, work)...)
 	args = append(args, "--", program)
 	args = append(args, cmd.Args[1:]...)
 
