@@ -67,6 +67,17 @@ var migrations = []migration{
 			`CREATE INDEX journal_seq ON journal (run_id, seq)`,
 		},
 	},
+	{
+		name: "run leases",
+		stmts: []string{
+			// The current lease of a run: owner (NULL when free), epoch
+			// (incremented by every acquire, never reset) and expiry in
+			// Unix nanoseconds of the store's clock.
+			`ALTER TABLE runs ADD COLUMN lease_owner TEXT`,
+			`ALTER TABLE runs ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0`,
+			`ALTER TABLE runs ADD COLUMN lease_expires INTEGER NOT NULL DEFAULT 0`,
+		},
+	},
 }
 
 // SchemaVersion is the schema version this binary writes and reads; a store
