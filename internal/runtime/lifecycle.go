@@ -38,8 +38,8 @@ func NewLeaseOwner() string {
 
 // acquire takes the lease on run id, mapping the store's answers to the
 // errors a user sees.
-func acquire(ctx context.Context, s state.Store, id, owner string) (*state.Lease, error) {
-	l, err := s.Acquire(ctx, id, owner, LeaseTTL)
+func acquire(ctx context.Context, s state.Store, id, owner string, ttl time.Duration) (*state.Lease, error) {
+	l, err := s.Acquire(ctx, id, owner, ttl)
 	if err == nil {
 		return l, nil
 	}
@@ -131,7 +131,7 @@ type ResumeOptions struct {
 // returned state is the run as stored (for a refusal, unchanged) or nil
 // when there is no run to show.
 func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, error) {
-	l, err := acquire(ctx, r.store, o.RunID, r.owner)
+	l, err := acquire(ctx, r.store, o.RunID, r.owner, r.leaseTTL)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +196,7 @@ func ResolveUnknown(ctx context.Context, s state.Store, runID, callID, output st
 // executor holds the run (resolving a call that is still running would
 // record a guess).
 func operatorWrite(ctx context.Context, s state.Store, runID string, change func(*state.RunState) (state.Delta, error)) (*state.RunState, error) {
-	l, err := acquire(ctx, s, runID, NewLeaseOwner())
+	l, err := acquire(ctx, s, runID, NewLeaseOwner(), LeaseTTL)
 	if err != nil {
 		return nil, err
 	}

@@ -174,3 +174,66 @@ func BenchmarkManyRunsOneStore(b *testing.B) {
 		b.ReportMetric(float64(procs*runs)/time.Since(began).Seconds(), "runs/s")
 	}
 }
+
+// blockingExec runs until release returns.
+type blockingExec struct{ release func() }
+
+func (b blockingExec) Execute(_ context.Context, inv runtime.Invocation) (runtime.Outcome, error) {
+	b.release()
+	return runtime.Outcome{Output: "done", Success: true}, nil
+}
+
+// TestLeaseRenewedDuringLongTool: while a tool runs far longer than the
+// lease lasts, the executor keeps renewing it (the stored expiry moves on),
+// so the run stays held and the result is saved; afterwards it is free.
+func TestLeaseRenewedDuringLongTool(t *testing.T) {
+	ctx := context.Background()
+	path := t.TempDir() + "/runs.sqlite3"
+	s, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	watcher, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Close()
+	prog := &compile.Program{
+		Hash: "sha256:long",
+		Tools: []*compile.Tool{{Name: "echo", Description: "Echo", Risk: "low", Timeout: 600,
+			Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
+			Body:       compile.Body{Kind: compile.BodyNative}}},
+		Agents: []*compile.Agent{{Name: "A", Prompt: "p", Tools: []string{"echo"}, Retry: -1}},
+	}
+	const id = "run_LONG"
+	var expiries []time.Time
+	// The tool returns once the watcher has seen the lease renewed three
+	// times (polling the store, capped at a minute).
+	tool := blockingExec{release: func() {
+		cap := time.Now().Add(time.Minute)
+		for len(expiries) < 4 && time.Now().Before(cap) {
+			st, err := watcher.Load(ctx, id)
+			if err == nil && st.Holder != nil && (len(expiries) == 0 || st.Holder.Expires.After(expiries[len(expiries)-1])) {
+				expiries = append(expiries, st.Holder.Expires)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}}
+	r, err := runtime.NewRunner(runtime.Config{Program: prog, Agent: prog.Agents[0], Store: s, Provider: loopProvider{rounds: 1},
+		Executors: map[compile.BodyKind]runtime.Executor{compile.BodyNative: tool}, LeaseTTL: 60 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := r.Start(ctx, runtime.NewRun{ID: id, Task: "t", WorkDir: "/w"})
+	if err != nil || st.Status != state.StatusCompleted {
+		t.Fatalf("run: %v %v", err, st.Status)
+	}
+	if len(expiries) < 4 {
+		t.Fatalf("the lease's expiry moved %d times during the tool call, want 3", len(expiries)-1)
+	}
+	got, err := watcher.Load(ctx, id)
+	if err != nil || got.Holder != nil || got.Journal[0].Result != "done" {
+		t.Fatalf("after the run: %v, holder %+v, result %q", err, got.Holder, got.Journal[0].Result)
+	}
+}

@@ -34,6 +34,7 @@ type Runner struct {
 	redact     func(string) string
 	mcpServers []state.MCPServer
 	owner      string
+	leaseTTL   time.Duration
 	exposed    map[string]*compile.Tool
 	schemas    *schemaSet
 }
@@ -80,6 +81,10 @@ type Config struct {
 	// Owner names this executor in the leases it takes; NewLeaseOwner()
 	// when empty.
 	Owner string
+	// LeaseTTL is how long its leases last between renewals (renewed
+	// every LeaseTTL/3); the package's LeaseTTL when zero. Tests shorten
+	// it.
+	LeaseTTL time.Duration
 }
 
 // NewRunner checks the configuration and prepares schema validators for the
@@ -104,6 +109,10 @@ func NewRunner(cfg Config) (*Runner, error) {
 		redact:    cfg.Redact,
 		exposed:   map[string]*compile.Tool{},
 		owner:     cfg.Owner,
+		leaseTTL:  cfg.LeaseTTL,
+	}
+	if r.leaseTTL <= 0 {
+		r.leaseTTL = LeaseTTL
 	}
 	if r.owner == "" {
 		r.owner = NewLeaseOwner()
@@ -200,7 +209,7 @@ func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) 
 			MCPServers: r.mcpServers,
 		},
 		Task:  nr.Task,
-		Lease: &state.Lease{Owner: r.owner, TTL: LeaseTTL},
+		Lease: &state.Lease{Owner: r.owner, TTL: r.leaseTTL},
 	}
 	if sp := r.agent.SystemPrompt(); sp != "" {
 		st.Messages = append(st.Messages, state.Message{Seq: 0, Role: state.RoleSystem, Content: sp})

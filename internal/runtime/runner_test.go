@@ -615,3 +615,24 @@ func TestDuplicateCallIDsAreMadeUnique(t *testing.T) {
 		seen[e.CallID] = true
 	}
 }
+
+// TestTimeoutFullPrecision: the deadline is start + timeout to the
+// nanosecond, not truncated to the second (--timeout 1 once left 2 ms).
+func TestTimeoutFullPrecision(t *testing.T) {
+	h := newHarness(t, answer("ok"))
+	h.now = time.Date(2026, 12, 2, 10, 0, 0, 998_000_000, time.UTC)
+	st := h.start(NewRun{Timeout: time.Second})
+	if dl := st.Config.Deadline; dl == nil || !dl.Equal(h.now.Add(time.Second)) {
+		t.Fatalf("deadline %v, want %v", dl, h.now.Add(time.Second))
+	}
+	loaded, _ := h.store.Load(context.Background(), st.ID)
+	if !loaded.Config.Deadline.Equal(h.now.Add(time.Second)) {
+		t.Fatalf("stored deadline %v", loaded.Config.Deadline)
+	}
+	// Without --timeout the agent's timeout applies, in full as well.
+	h.prog.Agents[0].Timeout = 600
+	st = h.start(NewRun{})
+	if dl := st.Config.Deadline; dl == nil || !dl.Equal(h.now.Add(600*time.Second)) {
+		t.Fatalf("agent timeout deadline %v", dl)
+	}
+}
