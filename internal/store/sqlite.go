@@ -155,7 +155,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 // init checks what the file is, switches it to WAL and migrates it. Nothing is
 // written before the file is known to be empty or a run store.
 func (s *SQLite) init(ctx context.Context) error {
-	id, err := readIdentity(ctx, s.db)
+	id, err := snapshotIdentity(ctx, s.db)
 	if err != nil {
 		return dbErr(ctx, err)
 	}
