@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +20,7 @@ import (
 	"github.com/nexa-run/nexa/internal/runtime/mcptool"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 	"github.com/nexa-run/nexa/internal/secrets"
+	"github.com/nexa-run/nexa/internal/store"
 )
 
 func init() { register(newAgentCmd) }
@@ -250,17 +250,21 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 
 	// Connecting to MCP servers is bounded by the connect timeout and by
 	// the run's deadline: the one it will get, or the one it has.
-	deadline := newDeadline(timeout, agent)
+	deadline := runtime.DeadlineFor(time.Now(), timeout, agent)
 	if f.resume != "" {
-		if run := peekRun(e, f.store, f.resume); run != nil {
+		if run, err := runtime.Show(context.Background(), st, f.resume); err == nil {
 			deadline = run.Config.Deadline
 		}
+	}
+	mcpLog, err := st.LogFile(runID, store.LogMCP)
+	if err != nil {
+		return agentFailure(e, f, ExitFailed, runtime.CodeStoreError, err.Error())
 	}
 	connectTimeout, err := mcpConnectTimeout(e)
 	if err != nil {
 		return agentUsageError(e, f, err.Error())
 	}
-	tools, err := connectMCP(context.Background(), prog, agent, wd, filepath.Join(filepath.Dir(st.Path()), "logs", runID+".mcp.log"), sec, connectTimeout, deadline)
+	tools, err := connectMCP(context.Background(), prog, agent, wd, mcpLog, sec, connectTimeout, deadline)
 	if err != nil {
 		code, exit := runtime.CodeMCPError, ExitFailed
 		if errors.Is(err, mcptool.ErrToolClash) {
@@ -289,7 +293,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		Executors:        execs,
 		Secrets:          sec.toolSecrets(),
 		Observe:          display.observe,
-		ToolLog:          toolLogOpener(st.Path(), sec),
+		ToolLog:          toolLogOpener(st, sec),
 		SandboxAvailable: sandboxAvailable(detect),
 		Stop:             stop,
 		NoStream:         f.noStream,
@@ -303,43 +307,25 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 
 	var run *state.RunState
 	if f.resume == "" {
-		id := runID
-		release, lerr := lockRun(st.Path(), id)
-		if lerr != nil {
-			return agentFailure(e, f, ExitFailed, runtime.CodeStoreError, lerr.Error())
-		}
-		defer release()
 		run, err = runner.Start(ctx, runtime.NewRun{
-			ID: id, Task: args[2], File: file, WorkDir: wd, Deadline: deadline,
+			ID: runID, Task: args[2], File: file, WorkDir: wd, Deadline: deadline,
 			Budgets:     state.Budgets{MaxTurns: f.maxTurns, MaxToolCalls: f.maxToolCalls, MaxTokens: f.maxTokens},
 			ResumeFlags: providerFlags(c),
 		})
 	} else {
-		run, err = resumeRun(ctx, e, c, f, st, runner, prog, agentName, prov.identity, wd, timeout, records)
+		run, err = runner.Resume(ctx, resumeOptions(c, f, prog, agentName, prov.identity, wd, timeout, records))
+		if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeRunNotFound {
+			re.Message = fmt.Sprintf("no run %s in the store %s", f.resume, st.Path())
+		}
 	}
 	display.close()
 	return finishAgent(e, c, f, run, tools.lookup(prog), file, err, sec)
 }
 
-// resumeRun applies the checks of runtime.md section 5, records decisions
-// and continues the run.
-func resumeRun(ctx context.Context, e *env, c *cobra.Command, f *agentFlags, st storeHandle, runner *runtime.Runner,
-	prog *compile.Program, agentName string, ident state.ProviderIdentity, wd string, timeout time.Duration, mcp []state.MCPServer) (*state.RunState, error) {
-	release, err := lockRun(st.Path(), f.resume)
-	if err != nil {
-		if errors.Is(err, errRunBusy) {
-			return nil, busyError(err)
-		}
-		return nil, &runtime.Error{Code: runtime.CodeStoreError, Message: err.Error(), Err: err}
-	}
-	defer release()
-	run, err := st.Load(ctx, f.resume)
-	if errors.Is(err, state.ErrNotFound) {
-		return nil, &runtime.Error{Code: runtime.CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store %s", f.resume, st.Path())}
-	}
-	if err != nil {
-		return nil, &runtime.Error{Code: runtime.CodeStoreError, Message: fmt.Sprintf("load run %s: %v", f.resume, err), Err: err}
-	}
+// resumeOptions maps the flags of a resume to the runtime's options; the
+// runtime applies the checks of runtime.md section 5 and records the
+// decisions before the run continues.
+func resumeOptions(c *cobra.Command, f *agentFlags, prog *compile.Program, agentName string, ident state.ProviderIdentity, wd string, timeout time.Duration, mcp []state.MCPServer) runtime.ResumeOptions {
 	req := runtime.ResumeRequest{SourceHash: prog.Hash, Agent: agentName, Provider: ident, WorkDir: wd, MCPServers: mcp}
 	if c.Flags().Changed("max-turns") {
 		req.Budgets.MaxTurns = &f.maxTurns
@@ -350,24 +336,6 @@ func resumeRun(ctx context.Context, e *env, c *cobra.Command, f *agentFlags, st 
 	if c.Flags().Changed("max-tokens") {
 		req.Budgets.MaxTokens = &f.maxTokens
 	}
-	if err := runtime.CheckResume(run, req); err != nil {
-		return run, err
-	}
-	if timeout > 0 {
-		return run, &runtime.Error{Code: runtime.CodeUsage, Refusal: true, Message: "--timeout is fixed when a run starts; a resume keeps the run's deadline (omit --timeout)"}
-	}
-	if run.Status.Terminal() {
-		if len(f.approve) > 0 || len(f.deny) > 0 {
-			return run, &runtime.Error{Code: runtime.CodeNotWaiting, Refusal: true, Message: fmt.Sprintf("run %s is %s; there is nothing to decide", run.ID, run.Status)}
-		}
-		return run, nil
-	}
-	if runtime.ExpireDeadline(run, time.Now()) {
-		if err := st.Save(ctx, run, state.Delta{}); err != nil {
-			return run, conflictOr(err)
-		}
-		return run, nil
-	}
 	var ds []runtime.Decision
 	for _, id := range f.approve {
 		ds = append(ds, runtime.Decision{CallID: id, Approve: true, Reason: f.reason})
@@ -375,26 +343,7 @@ func resumeRun(ctx context.Context, e *env, c *cobra.Command, f *agentFlags, st 
 	for _, id := range f.deny {
 		ds = append(ds, runtime.Decision{CallID: id, Approve: false, Reason: f.reason})
 	}
-	if len(ds) > 0 {
-		delta, err := runtime.ApplyDecisions(run, ds)
-		if err != nil {
-			return run, err
-		}
-		if err := st.Save(ctx, run, delta); err != nil {
-			return run, conflictOr(err)
-		}
-	}
-	return runner.Continue(ctx, run)
-}
-
-// conflictOr turns a store conflict into the runtime's error.
-func conflictOr(err error) error {
-	var ce *state.ConflictError
-	if errors.As(err, &ce) {
-		return &runtime.Error{Code: runtime.CodeCheckpointConflict, Message: fmt.Sprintf(
-			"run %s was changed by another executor (this one read revision %d, the store has %d); nothing was written", ce.RunID, ce.Expected, ce.Actual), Err: err}
-	}
-	return &runtime.Error{Code: runtime.CodeStoreError, Message: err.Error(), Err: err}
+	return runtime.ResumeOptions{RunID: f.resume, Request: req, TimeoutGiven: timeout > 0, Decisions: ds}
 }
 
 // finishAgent prints the result object and picks the exit code.
@@ -467,15 +416,15 @@ func parseTimeout(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// toolLogOpener returns the opener of per-run tool logs, kept beside the
-// store in logs/RUN_ID.log with owner-only permissions.
-func toolLogOpener(storePath string, sec *secretSet) func(string) runtime.ToolLog {
+// toolLogOpener returns the opener of per-run tool logs, at the path the
+// store keeps for them (it deletes them with the run), owner-only.
+func toolLogOpener(st storeHandle, sec *secretSet) func(string) runtime.ToolLog {
 	return func(runID string) runtime.ToolLog {
-		dir := filepath.Join(filepath.Dir(storePath), "logs")
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		path, err := st.LogFile(runID, store.LogTools)
+		if err != nil {
 			return nil
 		}
-		fh, err := os.OpenFile(filepath.Join(dir, runID+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		fh, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 		if err != nil {
 			return nil
 		}
@@ -542,15 +491,3 @@ func providerFlags(c *cobra.Command) []string {
 	return out
 }
 
-// newDeadline is the deadline a new run gets: now + --timeout, else the
-// agent's timeout; nil for none.
-func newDeadline(timeout time.Duration, agent *compile.Agent) *time.Time {
-	if timeout == 0 && agent.Timeout > 0 {
-		timeout = time.Duration(agent.Timeout) * time.Second
-	}
-	if timeout <= 0 {
-		return nil
-	}
-	dl := time.Now().UTC().Add(timeout).Truncate(time.Second)
-	return &dl
-}

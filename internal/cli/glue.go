@@ -21,11 +21,12 @@ import (
 	"github.com/nexa-run/nexa/internal/toolenv"
 )
 
-// storeHandle is a run store that can say where it lives (for messages and
-// the tool logs kept beside it).
+// storeHandle is a run store that can say where it lives (for messages)
+// and where it keeps a run's log files (it deletes them with the run).
 type storeHandle interface {
 	state.Store
 	Path() string
+	LogFile(runID string, kind store.LogKind) (string, error)
 }
 
 // storePath resolves --store, then NEXA_STORE, then .nexa/runs.sqlite3 under

@@ -185,7 +185,7 @@ func peekRun(e *env, storeFlag, id string) *state.RunState {
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	run, err := s.Load(ctx, id)
+	run, err := runtime.Show(ctx, s, id)
 	if err != nil {
 		return nil
 	}
@@ -222,7 +222,7 @@ func stopAtOnce(e *env, f *agentFlags, st storeHandle, runID, file string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		res := errorResult(runtime.CodeInterrupted, msg)
-		if run, err := st.Load(ctx, runID); err == nil {
+		if run, err := runtime.Show(ctx, st, runID); err == nil {
 			res = resultOf(run, nil, file, hintFlags(run, nil, f.store))
 			res.Error = &state.RunError{Code: runtime.CodeInterrupted, Message: msg}
 		}

@@ -134,14 +134,15 @@ func newRunsListCmd(e *env, open storeOpener) *cobra.Command {
 	return cmd
 }
 
-// loadRun loads one run, turning "not found" into a usage error.
-func loadRun(s storeHandle, id string) (*state.RunState, error) {
-	st, err := s.Load(context.Background(), id)
-	if errors.Is(err, state.ErrNotFound) {
+// showRun loads one run for display, turning "not found" into a usage
+// error.
+func showRun(s storeHandle, id string) (*state.RunState, error) {
+	st, err := runtime.Show(context.Background(), s, id)
+	if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeRunNotFound {
 		return nil, usageErrorf("no run %s in the store %s", id, s.Path())
 	}
 	if err != nil {
-		return nil, &exitError{code: ExitFailed, msg: fmt.Sprintf("load run %s: %v", id, err)}
+		return nil, &exitError{code: ExitFailed, msg: err.Error()}
 	}
 	return st, nil
 }
@@ -158,7 +159,7 @@ func newRunsShowCmd(e *env, open storeOpener, hints hintFlagger) *cobra.Command 
 				return err
 			}
 			defer s.Close()
-			st, err := loadRun(s, args[0])
+			st, err := showRun(s, args[0])
 			if err != nil {
 				return err
 			}
@@ -192,7 +193,10 @@ func printRun(e *env, st *state.RunState, flags string) {
 		st.Config.Provider.Kind, st.Config.Provider.Model, st.Config.Provider.BaseURL,
 		st.CreatedAt.Local().Format(time.RFC3339), st.UpdatedAt.Local().Format(time.RFC3339))
 	if st.Config.Deadline != nil {
-		fmt.Fprintf(w, "deadline  %s\n", st.Config.Deadline.Local().Format(time.RFC3339))
+		fmt.Fprintf(w, "deadline  %s\n", st.Config.Deadline.Local().Format(time.RFC3339Nano))
+	}
+	if h := st.Holder; h != nil {
+		fmt.Fprintf(w, "held by   %s (lease epoch %d, until %s)\n", h.Owner, h.Epoch, h.Expires.Local().Format(time.RFC3339Nano))
 	}
 	u := st.Usage
 	fmt.Fprintf(w, "usage     %d requests, %d tool calls, %d tokens\n", u.ProviderRequests, u.ToolCalls, u.TotalTokens)
@@ -267,14 +271,10 @@ func newRunsApproveCmd(e *env, open storeOpener, hints hintFlagger) *cobra.Comma
 				return err
 			}
 			defer s.Close()
-			release, err := lockForWrite(s, args[0])
-			if err != nil {
+			if err := checkRunID(args[0]); err != nil {
 				return err
 			}
-			defer release()
-			st, err := s.Update(context.Background(), args[0], func(st *state.RunState) (state.Delta, error) {
-				return runtime.ApplyDecisions(st, []runtime.Decision{{CallID: args[1], Approve: ok, Reason: reason}})
-			})
+			st, err := runtime.Decide(context.Background(), s, args[0], []runtime.Decision{{CallID: args[1], Approve: ok, Reason: reason}})
 			if err := runsWriteError(s, args[0], err); err != nil {
 				return err
 			}
@@ -297,11 +297,14 @@ func runsWriteError(s storeHandle, id string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, state.ErrNotFound) {
+	if re, ok := runtime.AsError(err); errors.Is(err, state.ErrNotFound) || ok && re.Code == runtime.CodeRunNotFound {
 		return usageErrorf("no run %s in the store %s", id, s.Path())
 	}
 	if re, ok := runtime.AsError(err); ok && re.Refusal {
 		return usageErrorf("%s", re.Message)
+	}
+	if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeCheckpointConflict {
+		return &exitError{code: ExitConflict, msg: re.Message}
 	}
 	var ce *state.ConflictError
 	if errors.As(err, &ce) {
@@ -344,14 +347,10 @@ then continues with this result without executing the tool again.`,
 				return err
 			}
 			defer s.Close()
-			release, err := lockForWrite(s, args[0])
-			if err != nil {
+			if err := checkRunID(args[0]); err != nil {
 				return err
 			}
-			defer release()
-			st, err := s.Update(context.Background(), args[0], func(st *state.RunState) (state.Delta, error) {
-				return runtime.Resolve(st, args[1], text, ok, time.Now())
-			})
+			st, err := runtime.ResolveUnknown(context.Background(), s, args[0], args[1], text, ok)
 			if err := runsWriteError(s, args[0], err); err != nil {
 				return err
 			}
@@ -393,11 +392,14 @@ func newRunsPruneCmd(e *env, open storeOpener) *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			n, err := s.Prune(context.Background(), state.Filter{OlderThan: d, Status: st})
+			rep, err := runtime.Prune(context.Background(), s, state.Filter{OlderThan: d, Status: st})
 			if err != nil {
 				return &exitError{code: ExitFailed, msg: fmt.Sprintf("prune: %v", err)}
 			}
-			fmt.Fprintf(e.stdout, "deleted %d run(s)\n", n)
+			fmt.Fprintf(e.stdout, "deleted %d run(s)\n", len(rep.Deleted))
+			if len(rep.Held) > 0 {
+				fmt.Fprintf(e.stdout, "kept %d run(s) held by a running executor: %s\n", len(rep.Held), strings.Join(rep.Held, " "))
+			}
 			return nil
 		},
 	}
@@ -420,19 +422,11 @@ func parseAge(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// lockForWrite takes the run's lock for an operator's write, refusing while
-// another process drives the run (resolving a call that is still running
-// would record a guess).
-func lockForWrite(s storeHandle, id string) (func(), error) {
+// checkRunID refuses, before the store is touched, an argument that is not
+// a run id.
+func checkRunID(id string) error {
 	if !validRunID(id) {
-		return nil, usageErrorf("%q is not a run id (run ids look like run_01JD7…)", id)
+		return usageErrorf("%q is not a run id (run ids look like run_01JD7…)", id)
 	}
-	release, err := lockRun(s.Path(), id)
-	if errors.Is(err, errRunBusy) {
-		return nil, &exitError{code: ExitConflict, msg: err.Error()}
-	}
-	if err != nil {
-		return nil, &exitError{code: ExitFailed, msg: err.Error()}
-	}
-	return release, nil
+	return nil
 }

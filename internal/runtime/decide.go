@@ -203,7 +203,7 @@ func ExpireDeadline(st *state.RunState, now time.Time) bool {
 		return false
 	}
 	st.Status = state.StatusTimedOut
-	st.Error = &state.RunError{Code: CodeDeadlineExceeded, Message: fmt.Sprintf("the run's deadline %s passed; nothing was executed", dl.UTC().Format(time.RFC3339))}
+	st.Error = &state.RunError{Code: CodeDeadlineExceeded, Message: fmt.Sprintf("the run's deadline %s passed; nothing was executed", dl.UTC().Format(time.RFC3339Nano))}
 	return true
 }
 

@@ -34,6 +34,8 @@ type Runner struct {
 	noStream   bool
 	redact     func(string) string
 	mcpServers []state.MCPServer
+	owner      string
+	leaseTTL   time.Duration
 	exposed    map[string]*compile.Tool
 	schemas    *schemaSet
 }
@@ -78,6 +80,13 @@ type Config struct {
 	// or sent: model replies (text, call arguments, raw reply), tool
 	// results and error messages. Nil keeps text as it is.
 	Redact func(string) string
+	// Owner names this executor in the leases it takes; NewLeaseOwner()
+	// when empty.
+	Owner string
+	// LeaseTTL is how long its leases last between renewals (renewed
+	// every LeaseTTL/3); the package's LeaseTTL when zero. Tests shorten
+	// it.
+	LeaseTTL time.Duration
 }
 
 // NewRunner checks the configuration and prepares schema validators for the
@@ -101,6 +110,14 @@ func NewRunner(cfg Config) (*Runner, error) {
 		noStream:  cfg.NoStream,
 		redact:    cfg.Redact,
 		exposed:   map[string]*compile.Tool{},
+		owner:     cfg.Owner,
+		leaseTTL:  cfg.LeaseTTL,
+	}
+	if r.leaseTTL <= 0 {
+		r.leaseTTL = LeaseTTL
+	}
+	if r.owner == "" {
+		r.owner = NewLeaseOwner()
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -144,25 +161,50 @@ func (r *Runner) outputSchema() json.RawMessage {
 // NewRun describes a run to start.
 type NewRun struct {
 	// ID is the run id to use; a new one is made when empty (the CLI
-	// makes it first so that it can lock the run before it exists).
-	ID       string
-	Task     string
-	File     string
-	WorkDir  string
-	Budgets  state.Budgets
+	// makes it first so that the run's log files can be named before
+	// the run exists).
+	ID      string
+	Task    string
+	File    string
+	WorkDir string
+	Budgets state.Budgets
+	// Timeout sets the deadline to the start time plus Timeout, at full
+	// precision; zero takes the agent's timeout, if it has one.
+	Timeout time.Duration
+	// Deadline, when set, is used as it is instead of Timeout.
 	Deadline *time.Time
 	// ResumeFlags are recorded in the run for resume hints
 	// (state.Config.ResumeFlags).
 	ResumeFlags []string
 }
 
-// Start creates a run in the store and drives it until it completes, stops
-// for a decision, or fails. The returned state is what was last saved.
+// DeadlineFor is the deadline of a run started at now: now plus timeout (the
+// --timeout flag), else plus the agent's timeout, at full precision; nil
+// when neither is set. Callers that must bound work done before the run
+// exists (connecting MCP servers) compute it once and pass it in NewRun.
+func DeadlineFor(now time.Time, timeout time.Duration, agent *compile.Agent) *time.Time {
+	if timeout == 0 && agent != nil && agent.Timeout > 0 {
+		timeout = time.Duration(agent.Timeout) * time.Second
+	}
+	if timeout <= 0 {
+		return nil
+	}
+	dl := now.UTC().Add(timeout)
+	return &dl
+}
+
+// Start creates a run in the store, held by this executor's lease from
+// its first revision, and drives it until it completes, stops for a
+// decision, or fails; then it releases the lease. The returned state is
+// what was last saved.
 func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) {
 	now := r.now().UTC()
 	id := nr.ID
 	if id == "" {
 		id = NewRunID(now)
+	}
+	if nr.Deadline == nil {
+		nr.Deadline = DeadlineFor(now, nr.Timeout, r.agent)
 	}
 	st := &state.RunState{
 		ID:        id,
@@ -180,7 +222,8 @@ func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) 
 			MCPServers:  r.mcpServers,
 			ResumeFlags: nr.ResumeFlags,
 		},
-		Task: nr.Task,
+		Task:  nr.Task,
+		Lease: &state.Lease{Owner: r.owner, TTL: r.leaseTTL},
 	}
 	if sp := r.agent.SystemPrompt(); sp != "" {
 		st.Messages = append(st.Messages, state.Message{Seq: 0, Role: state.RoleSystem, Content: sp})
@@ -189,12 +232,16 @@ func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) 
 	if err := r.store.Create(ctx, st); err != nil {
 		return nil, &Error{Code: CodeStoreError, Message: fmt.Sprintf("create run: %v", err), Err: err}
 	}
+	defer release(r.store, st.ID, st.Lease)
+	stop := keepLease(r.store, st.ID, st.Lease)
+	defer stop()
 	r.observe(Event{Kind: EventRunStarted, RunID: st.ID})
 	return r.drive(ctx, st)
 }
 
 // Continue drives a loaded run that passed CheckResume (and had decisions
-// recorded) from where its journal says it is.
+// recorded) from where its journal says it is. Its saves are fenced by
+// st.Lease; Resume takes the lease and calls it.
 func (r *Runner) Continue(ctx context.Context, st *state.RunState) (*state.RunState, error) {
 	r.observe(Event{Kind: EventRunResumed, RunID: st.ID})
 	return r.drive(ctx, st)
@@ -239,14 +286,12 @@ type driver struct {
 
 func (d *driver) save(ctx context.Context, delta state.Delta) error {
 	d.st.UpdatedAt = d.r.now().UTC()
+	// The store waits for a busy database as long as ctx allows: the
+	// drive's context has no deadline of its own, so a step (above all a
+	// tool's result already in hand) is never given up because other
+	// processes were writing.
 	if err := d.r.store.Save(ctx, d.st, delta); err != nil {
-		var ce *state.ConflictError
-		if errors.As(err, &ce) {
-			return &Error{Code: CodeCheckpointConflict, Message: fmt.Sprintf(
-				"run %s was changed by another executor (this one read revision %d, the store has %d); nothing was written",
-				ce.RunID, ce.Expected, ce.Actual), Err: err}
-		}
-		return &Error{Code: CodeStoreError, Message: fmt.Sprintf("save run %s: %v", d.st.ID, err), Err: err}
+		return storeError(d.st.ID, err)
 	}
 	return nil
 }
@@ -285,7 +330,7 @@ func (d *driver) stopRequested() bool {
 func (d *driver) timedOut(ctx context.Context, delta state.Delta) (step, error) {
 	return d.finish(ctx, state.StatusTimedOut, &state.RunError{
 		Code:    CodeDeadlineExceeded,
-		Message: fmt.Sprintf("the run's deadline %s has passed", d.st.Config.Deadline.UTC().Format(time.RFC3339)),
+		Message: fmt.Sprintf("the run's deadline %s has passed", d.st.Config.Deadline.UTC().Format(time.RFC3339Nano)),
 	}, delta)
 }
 

@@ -69,6 +69,15 @@ func (m *memStore) Save(_ context.Context, st *state.RunState, d state.Delta) er
 	return nil
 }
 
+// The memory store grants every lease and fences nothing: the runner's
+// tests are about the loop; leases are the store contract's (storetest).
+func (m *memStore) Acquire(_ context.Context, id, owner string, ttl time.Duration) (*state.Lease, error) {
+	return &state.Lease{Owner: owner, Epoch: 1, TTL: ttl}, nil
+}
+
+func (m *memStore) Renew(context.Context, string, *state.Lease) error   { return nil }
+func (m *memStore) Release(context.Context, string, *state.Lease) error { return nil }
+
 func (m *memStore) Update(ctx context.Context, id string, fn func(*state.RunState) (state.Delta, error)) (*state.RunState, error) {
 	st, err := m.Load(ctx, id)
 	if err != nil {
@@ -82,8 +91,10 @@ func (m *memStore) Update(ctx context.Context, id string, fn func(*state.RunStat
 }
 
 func (m *memStore) List(context.Context, state.Filter) ([]state.Summary, error) { return nil, nil }
-func (m *memStore) Prune(context.Context, state.Filter) (int, error)            { return 0, nil }
-func (m *memStore) Close() error                                                { return nil }
+func (m *memStore) Prune(context.Context, state.Filter) (state.PruneReport, error) {
+	return state.PruneReport{}, nil
+}
+func (m *memStore) Close() error { return nil }
 
 // turnsProvider replies from a fixed list, choosing the turn by the number of
 // assistant messages (like the script provider), and counts requests.
@@ -644,5 +655,26 @@ func TestModelRepliesAreRedactedBeforeTheyAreSavedSentOrExecuted(t *testing.T) {
 	req, _ := json.Marshal(h.prov.last)
 	if strings.Contains(string(req), key) {
 		t.Errorf("the key was sent back to the model: %s", req)
+	}
+}
+
+// TestTimeoutFullPrecision: the deadline is start + timeout to the
+// nanosecond, not truncated to the second (--timeout 1 once left 2 ms).
+func TestTimeoutFullPrecision(t *testing.T) {
+	h := newHarness(t, answer("ok"))
+	h.now = time.Date(2026, 12, 2, 10, 0, 0, 998_000_000, time.UTC)
+	st := h.start(NewRun{Timeout: time.Second})
+	if dl := st.Config.Deadline; dl == nil || !dl.Equal(h.now.Add(time.Second)) {
+		t.Fatalf("deadline %v, want %v", dl, h.now.Add(time.Second))
+	}
+	loaded, _ := h.store.Load(context.Background(), st.ID)
+	if !loaded.Config.Deadline.Equal(h.now.Add(time.Second)) {
+		t.Fatalf("stored deadline %v", loaded.Config.Deadline)
+	}
+	// Without --timeout the agent's timeout applies, in full as well.
+	h.prog.Agents[0].Timeout = 600
+	st = h.start(NewRun{})
+	if dl := st.Config.Deadline; dl == nil || !dl.Equal(h.now.Add(600*time.Second)) {
+		t.Fatalf("agent timeout deadline %v", dl)
 	}
 }

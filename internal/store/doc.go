@@ -26,25 +26,47 @@
 // file of another application (ErrNotRunStore) and a file that is not SQLite
 // at all (ErrCorrupt) are refused without being written.
 //
-// # The compare-and-set rule
+// # The compare-and-set rule and fencing
 //
 // Every write is one BEGIN IMMEDIATE transaction conditioned on the revision
-// the caller read:
+// the caller read and, when the caller holds the run's lease
+// (RunState.Lease), on that lease:
 //
-//	UPDATE runs SET ..., revision = revision + 1 WHERE id = ? AND revision = ?
+//	UPDATE runs SET ..., revision = revision + 1
+//	WHERE id = ? AND revision = ? AND lease_owner = ? AND lease_epoch = ?
 //
-// When no row matches, the transaction is rolled back, nothing at all is
-// written, and the caller gets a *state.ConflictError naming the revision it
-// read and the revision stored (or state.ErrNotFound if the run is gone).
-// BEGIN IMMEDIATE takes the write lock before the first read, so two
-// processes on one file serialize instead of failing half-way; a writer
-// waits up to the busy timeout (5s by default) and then fails with ErrLocked.
-// Of two executors that loaded the same revision exactly one can save.
+// Without a lease the last condition is instead that no live lease holds
+// the run. When no row matches, the transaction is rolled back, nothing at
+// all is written, and the caller gets a *state.ConflictError naming the
+// revision it read and the revision stored, an error wrapping
+// state.ErrLeaseLost (another executor took the run over), a
+// *state.HeldError, or state.ErrNotFound if the run is gone. BEGIN IMMEDIATE
+// takes the write lock before the first read, so two processes on one file
+// serialize instead of failing half-way. A writer waits up to the busy
+// timeout (5s by default) inside SQLite, then tries again for as long as
+// its context allows (without a deadline: until the store is free) and
+// only then fails with ErrLocked (state.ErrBusy). Of two executors that
+// loaded the same revision exactly one can save.
+//
+// # Leases
+//
+// Columns lease_owner, lease_epoch and lease_expires hold a run's current
+// lease (schema version 2). Acquire locks the run's lock file
+// (locks/RUN.lock beside the database, flock, non-blocking) and then, in one
+// transaction, writes the new owner with epoch + 1 and an expiry from the
+// store's clock. The holder keeps the lock file locked until Release or its
+// death, when the kernel unlocks it. So on this store a run is held exactly
+// while its lock file is locked: a live holder keeps its run even past the
+// expiry, a dead holder's run can be taken at once. (A SQLite database in
+// WAL mode is only ever shared by processes of one host, so the kernel lock
+// is authoritative.) Prune locks each candidate's lock file before deleting
+// it and skips those it cannot lock; after the commit it removes the run's
+// files: logs/RUN.log, logs/RUN.mcp.log and the lock file.
 //
 // # Crash guarantees
 //
 // The database runs in WAL mode with synchronous=FULL: when Create, Save,
-// Update or Prune returns nil, the transaction is in the write-ahead log and
+// Update, Acquire, Renew, Release or Prune returns nil, the transaction is in the write-ahead log and
 // fsynced, so it survives a kill -9 of the process at any later instant (and
 // a power loss, as far as the disk honours fsync). A transaction interrupted
 // by a crash is rolled back by SQLite when the file is next opened: a run is

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"strings"
 	"time"
 
@@ -71,7 +73,7 @@ func (s *SQLite) Create(ctx context.Context, st *state.RunState) error {
 	if st == nil || st.ID == "" {
 		return errors.New("create run: missing run id")
 	}
-	now := time.Now().UTC()
+	now := s.now().UTC()
 	created, updated := st.CreatedAt, st.UpdatedAt
 	if created.IsZero() {
 		created = now
@@ -93,11 +95,31 @@ func (s *SQLite) Create(ctx context.Context, st *state.RunState) error {
 	if err := s.guard(ctx, false); err != nil {
 		return fmt.Errorf("create run %s: %w", st.ID, err)
 	}
+	var (
+		lease *state.Lease
+		lock  *os.File
+	)
+	if l := st.Lease; l != nil && l.Owner != "" && l.TTL > 0 {
+		// Lock first, as Acquire does: the lock file of a run that does
+		// not exist yet is free unless someone else creates it now.
+		if lock, err = s.lock(st.ID); err != nil {
+			return fmt.Errorf("create run %s: %w", st.ID, err)
+		}
+		lease = &state.Lease{Owner: l.Owner, Epoch: 1, TTL: l.TTL, Expires: now.Add(l.TTL)}
+	}
+	var owner sql.NullString
+	var expires int64
+	if lease != nil {
+		owner = sql.NullString{String: lease.Owner, Valid: true}
+		expires = lease.Expires.UnixNano()
+	}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO runs
-			(id, revision, status, agent, file, created_at, updated_at, config, task, usage, output, error)
-			VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			st.ID, h.status, h.agent, h.file, h.createdAt, h.updatedAt, h.config, h.task, h.usage, h.output, h.runErr)
+			(id, revision, status, agent, file, created_at, updated_at, config, task, usage, output, error,
+			 lease_owner, lease_epoch, lease_expires)
+			VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			st.ID, h.status, h.agent, h.file, h.createdAt, h.updatedAt, h.config, h.task, h.usage, h.output, h.runErr,
+			owner, boolInt(lease != nil), expires)
 		if err != nil {
 			if isConstraint(err) {
 				return ErrRunExists
@@ -111,12 +133,26 @@ func (s *SQLite) Create(ctx context.Context, st *state.RunState) error {
 		})
 	})
 	if err != nil {
+		if lock != nil {
+			lock.Close()
+		}
 		return fmt.Errorf("create run %s: %w", st.ID, err)
+	}
+	if lock != nil {
+		s.keep(st.ID, lock)
+		st.Lease = lease
 	}
 	st.Revision = 1
 	st.CreatedAt = fromNanos(h.createdAt)
 	st.UpdatedAt = fromNanos(h.updatedAt)
 	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Load reads a whole run in one read transaction (a consistent snapshot, even
@@ -132,6 +168,13 @@ func (s *SQLite) Load(ctx context.Context, id string) (*state.RunState, error) {
 	st, err := loadRun(ctx, tx, id)
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", id, err)
+	}
+	cur, err := readLease(ctx, tx, id, nil)
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", id, err)
+	}
+	if s.holds(id, cur) {
+		st.Holder = &cur
 	}
 	return st, nil
 }
@@ -275,7 +318,7 @@ func (s *SQLite) Save(ctx context.Context, st *state.RunState, d state.Delta) er
 	if err := s.guard(ctx, st.Status != state.StatusRunning); err != nil {
 		return fmt.Errorf("save run %s: %w", st.ID, err)
 	}
-	now := time.Now().UTC()
+	now := s.now().UTC()
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		return writeRun(ctx, tx, st, st.Revision, now, d)
 	})
@@ -321,7 +364,8 @@ func (s *SQLite) Update(ctx context.Context, id string, fn func(st *state.RunSta
 			return err
 		}
 		st.ID = id
-		now = time.Now().UTC()
+		st.Lease = nil // an operator's write: refused while someone holds the run
+		now = s.now().UTC()
 		return writeRun(ctx, tx, st, readRev, now, d)
 	})
 	if fnErr != nil {
@@ -340,8 +384,38 @@ func (s *SQLite) Update(ctx context.Context, id string, fn func(st *state.RunSta
 }
 
 // inTx runs fn in a read-write (BEGIN IMMEDIATE) transaction and commits it
-// if fn succeeds.
+// if fn succeeds. While the database is locked by other writers it tries
+// again, for as long as ctx allows: a context without deadline waits until
+// the store is free, one with a deadline fails with ErrLocked when it
+// passes. fn may therefore run more than once and must only touch tx and
+// values it recomputes.
 func (s *SQLite) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	busy := false
+	for {
+		err := s.tryTx(ctx, fn)
+		if busy && ctx.Err() != nil && !errors.Is(err, ErrLocked) {
+			err = fmt.Errorf("%w: %w", ErrLocked, err)
+		}
+		if err == nil || !errors.Is(err, ErrLocked) || ctx.Err() != nil {
+			return err
+		}
+		busy = true
+		if s.onBusy != nil {
+			s.onBusy()
+		}
+		// Another writer held the lock for a whole busy timeout: back
+		// off a little (jittered, so waiting processes do not all
+		// retry at once) and try again.
+		pause := time.Duration(1+rand.IntN(20)) * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
+}
+
+func (s *SQLite) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return dbErr(ctx, err)
@@ -357,18 +431,22 @@ func (s *SQLite) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 }
 
 // writeRun is the compare-and-set: the header update matches only the
-// revision that was read; then the delta's rows.
+// revision that was read and, fenced by st.Lease, only that lease (without
+// one, only a run no live lease holds); then the delta's rows.
 func writeRun(ctx context.Context, tx *sql.Tx, st *state.RunState, readRev int64, now time.Time, d state.Delta) error {
 	h, err := encodeHeader(st)
 	if err != nil {
 		return err
 	}
+	fence, fargs := "lease_owner IS NULL OR lease_expires <= ?", []any{now.UnixNano()}
+	if l := st.Lease; l != nil {
+		fence, fargs = "lease_owner = ? AND lease_epoch = ?", []any{l.Owner, l.Epoch}
+	}
+	args := []any{h.status, h.agent, h.file, now.UnixNano(), h.config, h.task, h.usage, h.output, h.runErr, st.ID, readRev}
 	res, err := tx.ExecContext(ctx, `UPDATE runs SET
 			revision = revision + 1, status = ?, agent = ?, file = ?, updated_at = ?,
 			config = ?, task = ?, usage = ?, output = ?, error = ?
-		WHERE id = ? AND revision = ?`,
-		h.status, h.agent, h.file, now.UnixNano(), h.config, h.task, h.usage, h.output, h.runErr,
-		st.ID, readRev)
+		WHERE id = ? AND revision = ? AND (`+fence+`)`, append(args, fargs...)...)
 	if err != nil {
 		return dbErr(ctx, err)
 	}
@@ -377,17 +455,55 @@ func writeRun(ctx context.Context, tx *sql.Tx, st *state.RunState, readRev int64
 		return dbErr(ctx, err)
 	}
 	if n == 0 {
-		var actual int64
-		err := tx.QueryRowContext(ctx, `SELECT revision FROM runs WHERE id = ?`, st.ID).Scan(&actual)
-		if errors.Is(err, sql.ErrNoRows) {
-			return state.ErrNotFound
-		}
-		if err != nil {
-			return dbErr(ctx, err)
-		}
-		return &state.ConflictError{RunID: st.ID, Expected: readRev, Actual: actual}
+		return whyNotWritten(ctx, tx, st, readRev)
 	}
 	return writeRows(ctx, tx, st.ID, d)
+}
+
+// whyNotWritten names the condition of writeRun that failed.
+func whyNotWritten(ctx context.Context, q querier, st *state.RunState, readRev int64) error {
+	var actual int64
+	cur, err := readLease(ctx, q, st.ID, &actual)
+	if err != nil {
+		return err
+	}
+	if actual != readRev {
+		return &state.ConflictError{RunID: st.ID, Expected: readRev, Actual: actual}
+	}
+	if l := st.Lease; l != nil {
+		if cur.Owner == "" {
+			return fmt.Errorf("%w: run %s was released or taken over (this executor held epoch %d)", state.ErrLeaseLost, st.ID, l.Epoch)
+		}
+		return fmt.Errorf("%w: run %s is now held by %s at epoch %d (this executor held epoch %d)", state.ErrLeaseLost, st.ID, cur.Owner, cur.Epoch, l.Epoch)
+	}
+	return &state.HeldError{RunID: st.ID, Holder: cur}
+}
+
+// readLease reads the stored lease of a run (Owner empty when free) and, if
+// rev is not nil, its revision; state.ErrNotFound when there is no run.
+func readLease(ctx context.Context, q querier, id string, rev *int64) (state.Lease, error) {
+	var (
+		l       state.Lease
+		owner   sql.NullString
+		expires int64
+		r       int64
+	)
+	err := q.QueryRowContext(ctx, `SELECT revision, lease_owner, lease_epoch, lease_expires FROM runs WHERE id = ?`, id).
+		Scan(&r, &owner, &l.Epoch, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, state.ErrNotFound
+	}
+	if err != nil {
+		return l, dbErr(ctx, err)
+	}
+	if rev != nil {
+		*rev = r
+	}
+	if owner.Valid {
+		l.Owner = owner.String
+		l.Expires = fromNanos(expires)
+	}
+	return l, nil
 }
 
 // writeRows appends messages and upserts provider items (by seq) and journal
@@ -472,7 +588,7 @@ func limit(f state.Filter) int {
 // List returns the runs matching f, newest first (created_at, then id,
 // descending); a zero Filter lists every run.
 func (s *SQLite) List(ctx context.Context, f state.Filter) ([]state.Summary, error) {
-	w, args := where(f, time.Now())
+	w, args := where(f, s.now())
 	rows, err := s.db.QueryContext(ctx, `SELECT id, status, agent, file, created_at, updated_at, revision
 		FROM runs`+w+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limit(f))...)
 	if err != nil {
@@ -497,25 +613,4 @@ func (s *SQLite) List(ctx context.Context, f state.Filter) ([]state.Summary, err
 		return nil, fmt.Errorf("list runs: %w", dbErr(ctx, err))
 	}
 	return out, nil
-}
-
-// Prune deletes, in one transaction, exactly the runs List(f) would return
-// (so Limit bounds it too) with all their rows, and returns how many. A zero
-// Filter deletes every run: the CLI insists on OlderThan or Status.
-func (s *SQLite) Prune(ctx context.Context, f state.Filter) (int, error) {
-	w, args := where(f, time.Now())
-	var n int64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id IN (SELECT id FROM runs`+w+
-			` ORDER BY created_at DESC, id DESC LIMIT ?)`, append(args, limit(f))...)
-		if err != nil {
-			return dbErr(ctx, err)
-		}
-		n, err = res.RowsAffected()
-		return dbErr(ctx, err)
-	})
-	if err != nil {
-		return 0, fmt.Errorf("prune runs: %w", err)
-	}
-	return int(n), nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 )
 
@@ -67,6 +68,17 @@ var migrations = []migration{
 			`CREATE INDEX journal_seq ON journal (run_id, seq)`,
 		},
 	},
+	{
+		name: "run leases",
+		stmts: []string{
+			// The current lease of a run: owner (NULL when free), epoch
+			// (incremented by every acquire, never reset) and expiry in
+			// Unix nanoseconds of the store's clock.
+			`ALTER TABLE runs ADD COLUMN lease_owner TEXT`,
+			`ALTER TABLE runs ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0`,
+			`ALTER TABLE runs ADD COLUMN lease_expires INTEGER NOT NULL DEFAULT 0`,
+		},
+	},
 }
 
 // SchemaVersion is the schema version this binary writes and reads; a store
@@ -85,6 +97,18 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// snapshotIdentity reads the identity in one read transaction, so that a
+// migration committed by another process between the three reads cannot
+// make a half-migrated picture (version 0 with the new tables).
+func snapshotIdentity(ctx context.Context, db *sql.DB) (identity, error) {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return identity{}, err
+	}
+	defer tx.Rollback()
+	return readIdentity(ctx, tx)
 }
 
 func readIdentity(ctx context.Context, q querier) (identity, error) {
@@ -123,7 +147,7 @@ func (id identity) check(known int) error {
 // transaction, so a crash leaves the old version intact and two processes
 // opening a new store at once migrate it once.
 func migrate(ctx context.Context, db *sql.DB, steps []migration) error {
-	id, err := readIdentity(ctx, db)
+	id, err := snapshotIdentity(ctx, db)
 	if err != nil {
 		return fmt.Errorf("read schema version: %w", dbErr(ctx, err))
 	}
@@ -134,9 +158,17 @@ func migrate(ctx context.Context, db *sql.DB, steps []migration) error {
 		return nil // the common case: no write lock taken
 	}
 
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("migrate schema: %w", dbErr(ctx, err))
+	// Several processes opening a new store at once queue here: wait for
+	// the write lock as long as ctx allows, like every write.
+	var tx *sql.Tx
+	for {
+		tx, err = db.BeginTx(ctx, nil)
+		if err == nil {
+			break
+		}
+		if err = dbErr(ctx, err); !errors.Is(err, ErrLocked) || ctx.Err() != nil {
+			return fmt.Errorf("migrate schema: %w", err)
+		}
 	}
 	defer tx.Rollback()
 	// Read again under the write lock: another process may have migrated.

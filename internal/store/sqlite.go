@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -25,18 +26,18 @@ const DirName = ".nexa"
 // FileName is the default store's file name inside DirName.
 const FileName = "runs.sqlite3"
 
-// DefaultBusyTimeout is how long a write waits for another process's
-// transaction before failing with ErrLocked. Transactions are short, so a
-// wait this long means the other process is stuck or holds the lock on
-// purpose.
+// DefaultBusyTimeout is how long one attempt of a write waits for another
+// process's transaction inside SQLite. A write whose context has no
+// deadline then tries again until the store is free; one whose context has
+// a deadline gives up with ErrLocked when it passes.
 const DefaultBusyTimeout = 5 * time.Second
 
 // Errors a caller may want to tell apart; each is wrapped with the operation
 // and the cause, so test them with errors.Is.
 var (
-	// ErrLocked: another process held the database's write lock for longer
-	// than the busy timeout.
-	ErrLocked = errors.New("store is locked by another process")
+	// ErrLocked: other processes held the database's write lock for as
+	// long as the caller's context allowed. It is state.ErrBusy.
+	ErrLocked = state.ErrBusy
 	// ErrCorrupt: the file is not a SQLite database, or SQLite found it
 	// damaged. The file is left as it is.
 	ErrCorrupt = errors.New("store file is not a valid SQLite database or is corrupt")
@@ -57,7 +58,18 @@ type SQLite struct {
 	path string
 	// id is the identity of the file Open verified; every write checks
 	// that it is still the file at path (see guard).
-	id fileID
+	id  fileID
+	now func() time.Time
+	// busyTimeout bounds one attempt of a write whose context has no
+	// deadline (see inTx).
+	busyTimeout time.Duration
+
+	// onBusy, set by tests, is called each time a write found the
+	// store locked for a whole busy timeout and is about to retry.
+	onBusy func()
+
+	mu   sync.Mutex
+	held map[string]*os.File // run id → its locked lock file, while this handle holds the lease
 }
 
 var _ state.Store = (*SQLite)(nil)
@@ -67,6 +79,17 @@ type Option func(*options)
 
 type options struct {
 	busyTimeout time.Duration
+	now         func() time.Time
+}
+
+// WithClock sets the clock of lease expiry and of the timestamps the store
+// writes (default time.Now), so tests can expire a lease without waiting.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) {
+		if now != nil {
+			o.now = now
+		}
+	}
 }
 
 // WithBusyTimeout sets how long a write waits for another process's lock
@@ -94,7 +117,7 @@ const maxConns = 4
 // if needed, and migrates its schema forward. See the package documentation
 // for what it creates, refuses and guarantees.
 func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
-	o := options{busyTimeout: DefaultBusyTimeout}
+	o := options{busyTimeout: DefaultBusyTimeout, now: time.Now}
 	for _, fn := range opts {
 		if fn != nil {
 			fn(&o)
@@ -123,7 +146,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
 
-	s := &SQLite{db: db, path: abs}
+	s := &SQLite{db: db, path: abs, now: o.now, busyTimeout: o.busyTimeout, held: map[string]*os.File{}}
 	if err := s.init(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open run store %s: %w", path, err)
@@ -139,7 +162,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 // init checks what the file is, switches it to WAL and migrates it. Nothing is
 // written before the file is known to be empty or a run store.
 func (s *SQLite) init(ctx context.Context) error {
-	id, err := readIdentity(ctx, s.db)
+	id, err := snapshotIdentity(ctx, s.db)
 	if err != nil {
 		return dbErr(ctx, err)
 	}
@@ -273,8 +296,16 @@ func tightenMode(abs string) {
 func (s *SQLite) Path() string { return s.path }
 
 // Close releases the database; it waits for no transaction because every
-// method finishes its own before returning.
+// method finishes its own before returning. Leases this handle holds stay
+// in the database but their lock files are unlocked, as when the process
+// dies: another process may take those runs over at once.
 func (s *SQLite) Close() error {
+	s.mu.Lock()
+	for id, f := range s.held {
+		f.Close()
+		delete(s.held, id)
+	}
+	s.mu.Unlock()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close run store %s: %w", s.path, err)
 	}

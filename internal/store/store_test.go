@@ -365,8 +365,8 @@ func TestSaveMissingRun(t *testing.T) {
 	if err := s.Create(ctx, st); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.Prune(ctx, state.Filter{}); err != nil || n != 1 {
-		t.Fatalf("Prune: %d %v", n, err)
+	if rep, err := s.Prune(ctx, state.Filter{}); err != nil || len(rep.Deleted) != 1 {
+		t.Fatalf("Prune: %v %v", rep, err)
 	}
 	err := s.Save(ctx, st, state.Delta{Messages: []state.Message{message(1)}})
 	if !errors.Is(err, state.ErrNotFound) {
@@ -729,9 +729,9 @@ func TestListAndPrune(t *testing.T) {
 		t.Errorf("after saving b: %q", got)
 	}
 
-	n, err := s.Prune(ctx, state.Filter{OlderThan: 24 * time.Hour})
-	if err != nil || n != 1 {
-		t.Fatalf("Prune older: %d %v", n, err)
+	rep, err := s.Prune(ctx, state.Filter{OlderThan: 24 * time.Hour})
+	if err != nil || strings.Join(rep.Deleted, ",") != "a" {
+		t.Fatalf("Prune older: %v %v", rep, err)
 	}
 	for _, table := range []string{"messages", "journal"} {
 		if c := count(t, s, table, "a"); c != 0 {
@@ -741,9 +741,9 @@ func TestListAndPrune(t *testing.T) {
 	if _, err := s.Load(ctx, "a"); !errors.Is(err, state.ErrNotFound) {
 		t.Errorf("pruned run loads: %v", err)
 	}
-	n, err = s.Prune(ctx, state.Filter{Status: state.StatusCompleted, Agent: "beta"})
-	if err != nil || n != 1 {
-		t.Fatalf("Prune status+agent: %d %v", n, err)
+	rep, err = s.Prune(ctx, state.Filter{Status: state.StatusCompleted, Agent: "beta"})
+	if err != nil || len(rep.Deleted) != 1 {
+		t.Fatalf("Prune status+agent: %v %v", rep, err)
 	}
 	if got := ids(state.Filter{}); got != "e,c,b" {
 		t.Errorf("after prunes: %q", got)
@@ -835,8 +835,9 @@ func TestTwoHandlesRace(t *testing.T) {
 	t.Logf("wins: %v", wins)
 }
 
-// TestLocked holds the write lock from another connection: a write fails
-// after the busy timeout with ErrLocked, while reads still work (WAL).
+// TestLocked holds the write lock from another connection: a write with a
+// deadline fails with ErrLocked when it passes, while reads still work
+// (WAL); a write without a deadline waits until the lock is released.
 func TestLocked(t *testing.T) {
 	s, path := openTemp(t, WithBusyTimeout(150*time.Millisecond))
 	ctx := context.Background()
@@ -860,12 +861,14 @@ func TestLocked(t *testing.T) {
 	}
 
 	t0 := time.Now()
-	err = s.Save(ctx, st, state.Delta{Messages: []state.Message{message(1)}})
-	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "locked by another process") {
+	dctx, dcancel := context.WithTimeout(ctx, 400*time.Millisecond)
+	err = s.Save(dctx, st, state.Delta{Messages: []state.Message{message(1)}})
+	dcancel()
+	if !errors.Is(err, ErrLocked) || !errors.Is(err, state.ErrBusy) || !strings.Contains(err.Error(), "locked by another process") {
 		t.Fatalf("Save on locked store: %v", err)
 	}
-	if d := time.Since(t0); d < 100*time.Millisecond || d > 3*time.Second {
-		t.Errorf("gave up after %v, want about the busy timeout", d)
+	if d := time.Since(t0); d < 300*time.Millisecond {
+		t.Errorf("gave up after %v, before its deadline", d)
 	}
 	if st.Revision != 1 {
 		t.Errorf("failed Save changed revision")
@@ -893,10 +896,31 @@ func TestLocked(t *testing.T) {
 		t.Errorf("cancelled wait took %v", d)
 	}
 
+	// Without a deadline the write outlasts several busy timeouts and
+	// commits once the lock is released.
+	retries := make(chan struct{}, 16)
+	s.onBusy = func() {
+		select {
+		case retries <- struct{}{}:
+		default:
+		}
+	}
+	saved := make(chan error, 1)
+	go func() { saved <- s.Save(ctx, st, state.Delta{Messages: []state.Message{message(1)}}) }()
+	for i := 0; i < 3; i++ {
+		select {
+		case <-retries:
+		case err := <-saved:
+			t.Fatalf("Save returned while the store was locked: %v", err)
+		}
+	}
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Save(ctx, st, state.Delta{Messages: []state.Message{message(1)}}); err != nil {
-		t.Fatalf("Save after unlock: %v", err)
+	if err := <-saved; err != nil {
+		t.Fatalf("Save waiting for the lock: %v", err)
+	}
+	if st.Revision != 2 {
+		t.Errorf("revision after the waiting Save: %d", st.Revision)
 	}
 }

@@ -247,6 +247,13 @@ type RunState struct {
 	// that implement a protocol. Nil until completed.
 	Output json.RawMessage `json:"output,omitempty"`
 	Error  *RunError       `json:"error,omitempty"`
+
+	// Holder is the run's live lease when it was loaded (who is driving
+	// it, and until when), for display; nil when nobody holds it.
+	Holder *Lease `json:"holder,omitempty"`
+	// Lease is the caller's own lease, the fencing token of Save: a store
+	// never fills it in on Load, the executor that acquired it does.
+	Lease *Lease `json:"-"`
 }
 
 // Entry returns the journal entry of a call, or nil.

@@ -1,0 +1,242 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+// The lifecycle of a run, one order for every caller (runtime.md sections
+// 5 and 6): take the run's lease, load it, check, write, continue, release.
+// The CLI maps flags to these calls and renders what they return; it never
+// locks, loads or saves a run itself.
+
+// LeaseTTL is how long a lease lasts without renewal. A driving executor
+// renews it every LeaseTTL/3, so only an executor stuck for LeaseTTL (or
+// dead) loses its run; on the SQLite store a dead holder's run is free at
+// once (see the store package).
+const LeaseTTL = 30 * time.Second
+
+// NewLeaseOwner names this process as a lease holder, for messages and for
+// `nexa runs show`: host, pid and a random suffix that keeps two executors
+// of one process apart.
+func NewLeaseOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s pid %d #%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// acquire takes the lease on run id, mapping the store's answers to the
+// errors a user sees.
+func acquire(ctx context.Context, s state.Store, id, owner string, ttl time.Duration) (*state.Lease, error) {
+	l, err := s.Acquire(ctx, id, owner, ttl)
+	if err == nil {
+		return l, nil
+	}
+	var he *state.HeldError
+	switch {
+	case errors.As(err, &he):
+		msg := fmt.Sprintf("another nexa process is working on run %s right now", id)
+		if he.Holder.Owner != "" {
+			msg = fmt.Sprintf("run %s is held by %s (lease until %s)", id, he.Holder.Owner, he.Holder.Expires.UTC().Format(time.RFC3339Nano))
+		}
+		return nil, &Error{Code: CodeCheckpointConflict, Message: msg + "; wait for it to stop, then try again", Err: err}
+	case errors.Is(err, state.ErrNotFound):
+		return nil, &Error{Code: CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store", id), Err: err}
+	}
+	return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
+}
+
+// release gives a lease back; a failure only delays the next taker until
+// the lease expires, so it is not reported over the run's own result.
+func release(s state.Store, id string, l *state.Lease) {
+	ctx, cancel := context.WithTimeout(context.Background(), LeaseTTL)
+	defer cancel()
+	_ = s.Release(ctx, id, l)
+}
+
+// keepLease renews l every LeaseTTL/3 until stop is called, so a run stays
+// held through a long tool call or provider request. A renewal that finds
+// the lease lost stops renewing: the executor's next save is then refused
+// by the store (fencing), which is what ends the drive.
+func keepLease(s state.Store, id string, l *state.Lease) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	lc := *l // the driver reads l while this goroutine renews its copy
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(lc.TTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), lc.TTL/3)
+			err := s.Renew(ctx, id, &lc)
+			cancel()
+			if errors.Is(err, state.ErrLeaseLost) {
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// storeError turns an error of a store write into the runtime's error.
+func storeError(id string, err error) error {
+	var ce *state.ConflictError
+	switch {
+	case errors.As(err, &ce):
+		return &Error{Code: CodeCheckpointConflict, Message: fmt.Sprintf(
+			"run %s was changed by another executor (this one read revision %d, the store has %d); nothing was written",
+			ce.RunID, ce.Expected, ce.Actual), Err: err}
+	case errors.Is(err, state.ErrLeaseLost):
+		return &Error{Code: CodeCheckpointConflict, Message: fmt.Sprintf(
+			"this executor lost its lease on run %s to another executor; nothing more was written (%v)", id, err), Err: err}
+	}
+	return &Error{Code: CodeStoreError, Message: fmt.Sprintf("save run %s: %v", id, err), Err: err}
+}
+
+// ResumeOptions is what a resume brings besides the run id.
+type ResumeOptions struct {
+	RunID string
+	// Request is what this process found (program, agent, provider,
+	// budgets given, working directory, MCP servers): it must match the
+	// run (runtime.md section 5).
+	Request ResumeRequest
+	// TimeoutGiven: a deadline was asked for; it is fixed at the start, so
+	// the resume is refused.
+	TimeoutGiven bool
+	// Decisions are recorded before the run continues.
+	Decisions []Decision
+}
+
+// Resume continues a run: lease, load, the checks of runtime.md section 5,
+// the deadline, the decisions (saved), then the loop (section 6). The
+// returned state is the run as stored (for a refusal, unchanged) or nil
+// when there is no run to show.
+func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, error) {
+	l, err := acquire(ctx, r.store, o.RunID, r.owner, r.leaseTTL)
+	if err != nil {
+		return nil, err
+	}
+	defer release(r.store, o.RunID, l)
+	run, err := r.store.Load(ctx, o.RunID)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, &Error{Code: CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store", o.RunID)}
+	}
+	if err != nil {
+		return nil, &Error{Code: CodeStoreError, Message: fmt.Sprintf("load run %s: %v", o.RunID, err), Err: err}
+	}
+	run.Lease = l
+	if err := CheckResume(run, o.Request); err != nil {
+		return run, err
+	}
+	if o.TimeoutGiven {
+		return run, &Error{Code: CodeUsage, Refusal: true, Message: "--timeout is fixed when a run starts; a resume keeps the run's deadline (omit --timeout)"}
+	}
+	if run.Status.Terminal() {
+		if len(o.Decisions) > 0 {
+			return run, &Error{Code: CodeNotWaiting, Refusal: true, Message: fmt.Sprintf("run %s is %s; there is nothing to decide", run.ID, run.Status)}
+		}
+		return run, nil
+	}
+	if ExpireDeadline(run, r.now()) {
+		if err := r.store.Save(ctx, run, state.Delta{}); err != nil {
+			return run, storeError(run.ID, err)
+		}
+		return run, nil
+	}
+	if len(o.Decisions) > 0 {
+		delta, err := ApplyDecisions(run, o.Decisions)
+		if err != nil {
+			return run, err
+		}
+		if err := r.store.Save(ctx, run, delta); err != nil {
+			return run, storeError(run.ID, err)
+		}
+	}
+	stop := keepLease(r.store, run.ID, l)
+	defer stop()
+	return r.Continue(ctx, run)
+}
+
+// Decide records decisions on pending calls of a run without continuing
+// it (nexa runs approve): lease, load, decide, save, release.
+func Decide(ctx context.Context, s state.Store, runID string, ds []Decision) (*state.RunState, error) {
+	return operatorWrite(ctx, s, runID, func(st *state.RunState) (state.Delta, error) {
+		return ApplyDecisions(st, ds)
+	})
+}
+
+// ResolveUnknown records the verified outcome of a call whose outcome is
+// unknown (nexa runs resolve): lease, load, resolve, save, release.
+func ResolveUnknown(ctx context.Context, s state.Store, runID, callID, output string, success bool) (*state.RunState, error) {
+	return operatorWrite(ctx, s, runID, func(st *state.RunState) (state.Delta, error) {
+		return Resolve(st, callID, output, success, time.Now())
+	})
+}
+
+// operatorWrite is an operator's change to a run: refused while an
+// executor holds the run (resolving a call that is still running would
+// record a guess).
+func operatorWrite(ctx context.Context, s state.Store, runID string, change func(*state.RunState) (state.Delta, error)) (*state.RunState, error) {
+	l, err := acquire(ctx, s, runID, NewLeaseOwner(), LeaseTTL)
+	if err != nil {
+		return nil, err
+	}
+	defer release(s, runID, l)
+	st, err := s.Load(ctx, runID)
+	if err != nil {
+		if errors.Is(err, state.ErrNotFound) {
+			return nil, &Error{Code: CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store", runID), Err: err}
+		}
+		return nil, &Error{Code: CodeStoreError, Message: fmt.Sprintf("load run %s: %v", runID, err), Err: err}
+	}
+	st.Lease = l
+	d, err := change(st)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Save(ctx, st, d); err != nil {
+		return nil, storeError(runID, err)
+	}
+	return st, nil
+}
+
+// Show loads a run to display it, with its holder if one drives it now.
+func Show(ctx context.Context, s state.Store, runID string) (*state.RunState, error) {
+	st, err := s.Load(ctx, runID)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, &Error{Code: CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store", runID), Err: err}
+	}
+	if err != nil {
+		return nil, &Error{Code: CodeStoreError, Message: fmt.Sprintf("load run %s: %v", runID, err), Err: err}
+	}
+	return st, nil
+}
+
+// Prune deletes the runs f matches that no executor holds, with their
+// files; held runs are reported and kept whole.
+func Prune(ctx context.Context, s state.Store, f state.Filter) (state.PruneReport, error) {
+	rep, err := s.Prune(ctx, f)
+	if err != nil {
+		return rep, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
+	}
+	return rep, nil
+}

@@ -1,0 +1,329 @@
+// Package storetest is the contract every state.Store must meet, written
+// against the interface alone: compare-and-set, leases and fencing, and
+// prune of held runs. Each store runs it from its own tests
+// (storetest.Run(t, newStore)); a new store (PostgreSQL) passes it before it
+// is used. What depends on a store's files (schema migration, a newer
+// schema, a corrupt file, kill -9 mid-save) is tested beside each store.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+// NewStore makes a fresh, empty store and returns a function that opens one
+// more handle on it: every handle sees the same runs, as separate processes
+// would. The suite closes every handle it opens.
+type NewStore func(t *testing.T) (open func() state.Store)
+
+// behaviour is one row of the contract.
+type behaviour struct {
+	name string
+	test func(t *testing.T, h *harness)
+}
+
+var behaviours = []behaviour{
+	{"compare-and-set: of two writers of one revision exactly one saves", compareAndSet},
+	{"lease: a held run cannot be acquired, updated or saved without the lease", leaseExcludes},
+	{"lease: a run created with a lease is held from its first revision", createLeased},
+	{"lease: renew extends the expiry; release frees the run for the next epoch", renewRelease},
+	{"fencing: after a holder dies its run is taken over and its old lease can never save", fencing},
+	{"lease: acquiring a missing run is not found", acquireMissing},
+	{"prune: held runs are skipped and kept whole, free ones deleted", pruneHeld},
+}
+
+// Run checks every behaviour of the contract on the store newStore makes.
+func Run(t *testing.T, newStore NewStore) {
+	for _, b := range behaviours {
+		t.Run(b.name, func(t *testing.T) {
+			open := newStore(t)
+			b.test(t, &harness{t: t, open: open})
+		})
+	}
+}
+
+type harness struct {
+	t    *testing.T
+	open func() state.Store
+}
+
+// handle opens a handle closed at the end of the test.
+func (h *harness) handle() state.Store {
+	s := h.open()
+	h.t.Cleanup(func() { s.Close() })
+	return s
+}
+
+var ctx = context.Background()
+
+// run is a small run whose rows a test can check.
+func run(id string, updated time.Time) *state.RunState {
+	st := &state.RunState{
+		ID:     id,
+		Status: state.StatusRunning,
+		Config: state.Config{SourceFile: "a.nx", SourceHash: "sha256:0", Agent: "A", WorkDir: "."},
+		Task:   "task",
+		Messages: []state.Message{
+			{Seq: 0, Role: state.RoleUser, Content: "task"},
+			{Seq: 1, Role: state.RoleAssistant, ToolCalls: []state.ToolCall{{ID: "call_1", Name: "t", Arguments: "{}"}}},
+		},
+		Journal: []state.JournalEntry{{CallID: "call_1", Tool: "t", Seq: 0, Turn: 1, Arguments: []byte("{}"), Valid: true, Stage: state.StageStarted}},
+	}
+	if !updated.IsZero() {
+		st.CreatedAt, st.UpdatedAt = updated, updated
+	}
+	return st
+}
+
+func mustCreate(t *testing.T, s state.Store, st *state.RunState) {
+	t.Helper()
+	if err := s.Create(ctx, st); err != nil {
+		t.Fatalf("Create %s: %v", st.ID, err)
+	}
+}
+
+func mustLoad(t *testing.T, s state.Store, id string) *state.RunState {
+	t.Helper()
+	st, err := s.Load(ctx, id)
+	if err != nil {
+		t.Fatalf("Load %s: %v", id, err)
+	}
+	return st
+}
+
+func mustAcquire(t *testing.T, s state.Store, id, owner string, ttl time.Duration) *state.Lease {
+	t.Helper()
+	l, err := s.Acquire(ctx, id, owner, ttl)
+	if err != nil {
+		t.Fatalf("Acquire %s by %s: %v", id, owner, err)
+	}
+	if l.Owner != owner || l.Epoch < 1 || l.TTL != ttl {
+		t.Fatalf("Acquire returned %+v", l)
+	}
+	return l
+}
+
+func msg(seq int, text string) state.Message {
+	return state.Message{Seq: seq, Role: state.RoleAssistant, Content: text}
+}
+
+func compareAndSet(t *testing.T, h *harness) {
+	a, b := h.handle(), h.handle()
+	mustCreate(t, a, run("run_cas", time.Time{}))
+	x, y := mustLoad(t, a, "run_cas"), mustLoad(t, b, "run_cas")
+	x.Messages = append(x.Messages, msg(2, "x"))
+	if err := a.Save(ctx, x, state.Delta{Messages: x.Messages[2:]}); err != nil {
+		t.Fatalf("first Save: %v", err)
+	}
+	y.Messages = append(y.Messages, msg(2, "y"))
+	err := b.Save(ctx, y, state.Delta{Messages: y.Messages[2:]})
+	var ce *state.ConflictError
+	if !errors.As(err, &ce) || ce.Expected != 1 || ce.Actual != 2 {
+		t.Fatalf("second Save of revision 1: %v, want a conflict 1 → 2", err)
+	}
+	got := mustLoad(t, b, "run_cas")
+	if got.Revision != 2 || len(got.Messages) != 3 || got.Messages[2].Content != "x" {
+		t.Fatalf("after the race: revision %d, messages %+v", got.Revision, got.Messages)
+	}
+}
+
+func leaseExcludes(t *testing.T, h *harness) {
+	a, b := h.handle(), h.handle()
+	mustCreate(t, a, run("run_held", time.Time{}))
+	l := mustAcquire(t, a, "run_held", "owner-a", time.Minute)
+	if !l.Expires.After(time.Now().Add(30 * time.Second)) {
+		t.Errorf("a one-minute lease expires at %s", l.Expires)
+	}
+
+	_, err := b.Acquire(ctx, "run_held", "owner-b", time.Minute)
+	var he *state.HeldError
+	if !errors.As(err, &he) || he.RunID != "run_held" {
+		t.Fatalf("second Acquire: %v, want *HeldError", err)
+	}
+	st := mustLoad(t, b, "run_held")
+	if st.Holder == nil || st.Holder.Owner != "owner-a" || !st.Holder.Expires.Equal(l.Expires) {
+		t.Fatalf("Load's Holder = %+v, want owner-a until %s", st.Holder, l.Expires)
+	}
+	if st.Lease != nil {
+		t.Fatalf("Load filled in the caller's lease: %+v", st.Lease)
+	}
+
+	// Without the lease, nobody writes the run.
+	st.Messages = append(st.Messages, msg(2, "intruder"))
+	if err := b.Save(ctx, st, state.Delta{Messages: st.Messages[2:]}); !errors.As(err, &he) {
+		t.Fatalf("Save without the lease: %v, want *HeldError", err)
+	}
+	_, err = b.Update(ctx, "run_held", func(st *state.RunState) (state.Delta, error) {
+		st.Status = state.StatusFailed
+		return state.Delta{}, nil
+	})
+	if !errors.As(err, &he) {
+		t.Fatalf("Update of a held run: %v, want *HeldError", err)
+	}
+	// With it, the holder does.
+	own := mustLoad(t, a, "run_held")
+	own.Lease = l
+	own.Messages = append(own.Messages, msg(2, "holder"))
+	if err := a.Save(ctx, own, state.Delta{Messages: own.Messages[2:]}); err != nil {
+		t.Fatalf("holder's Save: %v", err)
+	}
+	if got := mustLoad(t, b, "run_held"); got.Revision != 2 || got.Messages[2].Content != "holder" || got.Status != state.StatusRunning {
+		t.Fatalf("after the refused writes: revision %d, %+v, %s", got.Revision, got.Messages[2], got.Status)
+	}
+}
+
+func createLeased(t *testing.T, h *harness) {
+	a, b := h.handle(), h.handle()
+	st := run("run_new", time.Time{})
+	st.Lease = &state.Lease{Owner: "creator", TTL: time.Minute}
+	mustCreate(t, a, st)
+	if st.Lease.Epoch != 1 || st.Lease.Owner != "creator" || st.Lease.Expires.IsZero() {
+		t.Fatalf("Create's lease: %+v", st.Lease)
+	}
+	var he *state.HeldError
+	if _, err := b.Acquire(ctx, "run_new", "other", time.Minute); !errors.As(err, &he) {
+		t.Fatalf("Acquire of a run created held: %v", err)
+	}
+	st.Status = state.StatusCompleted
+	if err := a.Save(ctx, st, state.Delta{}); err != nil {
+		t.Fatalf("creator's Save: %v", err)
+	}
+}
+
+func renewRelease(t *testing.T, h *harness) {
+	a, b := h.handle(), h.handle()
+	mustCreate(t, a, run("run_renew", time.Time{}))
+	l := mustAcquire(t, a, "run_renew", "owner-a", time.Minute)
+	before := l.Expires
+	l.TTL = time.Hour
+	if err := a.Renew(ctx, "run_renew", l); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	if !l.Expires.After(before.Add(30 * time.Minute)) {
+		t.Fatalf("Renew by an hour moved expiry from %s to %s", before, l.Expires)
+	}
+	if got := mustLoad(t, b, "run_renew").Holder; got == nil || !got.Expires.Equal(l.Expires) {
+		t.Fatalf("Holder after Renew: %+v, want expiry %s", got, l.Expires)
+	}
+	if err := a.Release(ctx, "run_renew", l); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if got := mustLoad(t, b, "run_renew").Holder; got != nil {
+		t.Fatalf("Holder after Release: %+v", got)
+	}
+	l2 := mustAcquire(t, b, "run_renew", "owner-b", time.Minute)
+	if l2.Epoch <= l.Epoch {
+		t.Fatalf("epoch after release and acquire: %d, was %d", l2.Epoch, l.Epoch)
+	}
+	if err := a.Renew(ctx, "run_renew", l); !errors.Is(err, state.ErrLeaseLost) {
+		t.Fatalf("Renew of a released lease: %v, want ErrLeaseLost", err)
+	}
+	if err := a.Release(ctx, "run_renew", l); err != nil {
+		t.Fatalf("Release of a lost lease: %v", err)
+	}
+	if got := mustLoad(t, a, "run_renew").Holder; got == nil || got.Owner != "owner-b" {
+		t.Fatalf("a stale Release freed the new holder's lease: %+v", got)
+	}
+}
+
+func fencing(t *testing.T, h *harness) {
+	dying, b := h.open(), h.handle()
+	mustCreate(t, dying, run("run_fence", time.Time{}))
+	old := mustAcquire(t, dying, "run_fence", "dying", 50*time.Millisecond)
+	stale := mustLoad(t, dying, "run_fence")
+	stale.Lease = old
+	dying.Close() // as a crash: the lease is not released
+
+	// The run can be taken over at the latest when the lease expires.
+	var l *state.Lease
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var err error
+		l, err = b.Acquire(ctx, "run_fence", "successor", time.Minute)
+		if err == nil {
+			break
+		}
+		var he *state.HeldError
+		if !errors.As(err, &he) || time.Now().After(deadline) {
+			t.Fatalf("Acquire after the holder died: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling for the expiry, capped above
+	}
+	if l.Epoch <= old.Epoch {
+		t.Fatalf("successor's epoch %d, dead holder's %d", l.Epoch, old.Epoch)
+	}
+
+	// The dead holder's lease, presented by any handle, can never save.
+	zombie := h.handle()
+	stale.Messages = append(stale.Messages, msg(2, "zombie"))
+	err := zombie.Save(ctx, stale, state.Delta{Messages: stale.Messages[2:]})
+	if !errors.Is(err, state.ErrLeaseLost) {
+		t.Fatalf("Save with a lost lease: %v, want ErrLeaseLost", err)
+	}
+	if err := zombie.Renew(ctx, "run_fence", old); !errors.Is(err, state.ErrLeaseLost) {
+		t.Fatalf("Renew of a lost lease: %v", err)
+	}
+	got := mustLoad(t, b, "run_fence")
+	if got.Revision != 1 || len(got.Messages) != 2 {
+		t.Fatalf("the fenced Save wrote: revision %d, %d messages", got.Revision, len(got.Messages))
+	}
+	got.Lease = l
+	got.Messages = append(got.Messages, msg(2, "successor"))
+	if err := b.Save(ctx, got, state.Delta{Messages: got.Messages[2:]}); err != nil {
+		t.Fatalf("successor's Save: %v", err)
+	}
+}
+
+func acquireMissing(t *testing.T, h *harness) {
+	a := h.handle()
+	if _, err := a.Acquire(ctx, "run_none", "x", time.Minute); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("Acquire of a missing run: %v", err)
+	}
+}
+
+func pruneHeld(t *testing.T, h *harness) {
+	a, b := h.handle(), h.handle()
+	old := time.Now().Add(-48 * time.Hour).UTC()
+	for i := 0; i < 3; i++ {
+		mustCreate(t, a, run(fmt.Sprintf("run_old%d", i), old))
+	}
+	mustCreate(t, a, run("run_recent", time.Time{}))
+	l := mustAcquire(t, a, "run_old1", "in-a-tool-call", time.Minute)
+
+	rep, err := b.Prune(ctx, state.Filter{OlderThan: time.Hour})
+	if err != nil {
+		t.Fatalf("Prune: %v", err)
+	}
+	if fmt.Sprint(rep.Deleted) != "[run_old0 run_old2]" || fmt.Sprint(rep.Held) != "[run_old1]" {
+		t.Fatalf("Prune reported deleted %v, held %v", rep.Deleted, rep.Held)
+	}
+	for _, id := range rep.Deleted {
+		if _, err := b.Load(ctx, id); !errors.Is(err, state.ErrNotFound) {
+			t.Errorf("pruned %s still loads: %v", id, err)
+		}
+	}
+	kept := mustLoad(t, b, "run_old1")
+	if len(kept.Journal) != 1 || kept.Journal[0].Stage != state.StageStarted || len(kept.Messages) != 2 {
+		t.Fatalf("held run damaged by prune: %+v", kept.Journal)
+	}
+	mustLoad(t, b, "run_recent")
+
+	// The holder finishes its step and lets go; now the run goes too.
+	kept.Lease = l
+	kept.Status = state.StatusCompleted
+	if err := a.Save(ctx, kept, state.Delta{}); err != nil {
+		t.Fatalf("holder's Save after the prune: %v", err)
+	}
+	if err := a.Release(ctx, "run_old1", l); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = b.Prune(ctx, state.Filter{Status: state.StatusCompleted})
+	if err != nil || fmt.Sprint(rep.Deleted) != "[run_old1]" || len(rep.Held) != 0 {
+		t.Fatalf("Prune after release: %+v %v", rep, err)
+	}
+}
