@@ -490,4 +490,3 @@ func providerFlags(c *cobra.Command) []string {
 	}
 	return out
 }
-
