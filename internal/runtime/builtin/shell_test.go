@@ -95,7 +95,7 @@ func gone(pid int) bool {
 
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !gone(pid) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -108,7 +108,7 @@ func waitGone(t *testing.T, pid int) {
 func readPid(t *testing.T, path string) int {
 	t.Helper()
 	var pid int
-	for i := 0; i < 100; i++ {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		b, err := os.ReadFile(path)
 		if err == nil {
 			if pid, err = strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {

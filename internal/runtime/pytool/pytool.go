@@ -154,6 +154,11 @@ type Executor struct {
 	protect sandbox.Protected
 	// zygotes serves unsandboxed calls; nil with Options.NoWarm.
 	zygotes *zygoteSet
+	// expireAt, when set (by this package's tests only), replaces the
+	// wall-clock timer of Invocation.Timeout, so a test can make the
+	// timeout pass at a known point of the tool's run instead of hoping
+	// the interpreter starts within it.
+	expireAt func(inv runtime.Invocation) <-chan time.Time
 }
 
 var _ runtime.Executor = (*Executor)(nil)
@@ -522,12 +527,8 @@ func (e *Executor) run(ctx context.Context, inv runtime.Invocation, payload []by
 		waitExitNoReap(pid)
 	}()
 
-	var timer <-chan time.Time
-	if inv.Timeout > 0 {
-		t := time.NewTimer(inv.Timeout)
-		defer t.Stop()
-		timer = t.C
-	}
+	timer, stopTimer := e.callTimer(inv)
+	defer stopTimer()
 
 	killReason := ""
 	select {
@@ -561,6 +562,19 @@ func (e *Executor) run(ctx context.Context, inv runtime.Invocation, payload []by
 		reason = describeExit(cmd.ProcessState, waitErr)
 	}
 	return callOutcome(name, rd.result, rd.tooLarge, sandboxed, reason, rd.tail)
+}
+
+// callTimer returns the channel that fires when inv's timeout has passed
+// (nil without a timeout) and the function that releases it.
+func (e *Executor) callTimer(inv runtime.Invocation) (<-chan time.Time, func()) {
+	switch {
+	case inv.Timeout <= 0:
+		return nil, func() {}
+	case e.expireAt != nil:
+		return e.expireAt(inv), func() {}
+	}
+	t := time.NewTimer(inv.Timeout)
+	return t.C, func() { t.Stop() }
 }
 
 // callReader reads one call's pipes: result and tooLarge are set once

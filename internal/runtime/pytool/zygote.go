@@ -718,12 +718,8 @@ func (e *Executor) waitWarm(ctx context.Context, inv runtime.Invocation, slot *z
 		wc.reqW.Close()
 	}()
 
-	var timer <-chan time.Time
-	if inv.Timeout > 0 {
-		t := time.NewTimer(inv.Timeout)
-		defer t.Stop()
-		timer = t.C
-	}
+	timer, stopTimer := e.callTimer(inv)
+	defer stopTimer()
 
 	var st exitStatus
 	exited := false
