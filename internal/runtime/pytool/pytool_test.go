@@ -168,6 +168,7 @@ func mustSucceed(t *testing.T, r result) string {
 
 func TestReturnValues(t *testing.T) {
 	requirePython(t)
+	t.Parallel() // independent calls in its own directories: python starts overlap
 	cases := []struct {
 		name, body, want string
 	}{
@@ -195,6 +196,7 @@ func TestReturnValues(t *testing.T) {
 
 func TestPrintGoesToLogNotResult(t *testing.T) {
 	requirePython(t)
+	t.Parallel() // independent calls in its own directories: python starts overlap
 	bothPaths(t, func(t *testing.T, cold bool) {
 		body := `
 print("to stdout")
@@ -222,6 +224,7 @@ return "real"
 
 func TestExceptionIsFailedOutcome(t *testing.T) {
 	requirePython(t)
+	t.Parallel() // independent calls in its own directories: python starts overlap
 	bothPaths(t, func(t *testing.T, cold bool) {
 		body := "x = 1\n\nraise ValueError('bad input: ' + str(x))\n"
 		out, log, err := call{cold: cold, tool: bodyTool("boom", body)}.run(t)
@@ -247,6 +250,7 @@ func TestExceptionIsFailedOutcome(t *testing.T) {
 
 func TestSyntaxErrorAndSysExitAreFailedOutcomes(t *testing.T) {
 	requirePython(t)
+	t.Parallel() // independent calls in its own directories: python starts overlap
 	bothPaths(t, func(t *testing.T, cold bool) {
 		for name, body := range map[string]string{
 			"syntax":  "return (",
@@ -268,6 +272,7 @@ func TestSyntaxErrorAndSysExitAreFailedOutcomes(t *testing.T) {
 
 func TestToolOutcomeUnknown(t *testing.T) {
 	requirePython(t)
+	t.Parallel() // independent calls in its own directories: python starts overlap
 	bothPaths(t, func(t *testing.T, cold bool) {
 		out, _, err := call{cold: cold, tool: bodyTool("unsure", `raise ToolOutcomeUnknown("payment gateway timed out")`)}.run(t)
 		if !errors.Is(err, runtime.ErrUnknownOutcome) {
@@ -497,6 +502,7 @@ func TestEnvironment(t *testing.T) {
 
 func TestNexaSecrets(t *testing.T) {
 	requirePython(t)
+	t.Parallel() // independent calls in its own directories: python starts overlap
 	bothPaths(t, func(t *testing.T, cold bool) {
 		body := `return [nexa_secrets.get("API_TOKEN"), nexa_secrets.get("FROM_ENV"), nexa_secrets.get("BOTH"), nexa_secrets.get("MISSING"), nexa_secrets.get("MISSING", "dflt"), "API_TOKEN" in nexa_secrets, repr(nexa_secrets)]`
 		ex := newExec(t, cold, Options{Env: []string{"PATH=" + os.Getenv("PATH"), "FROM_ENV=env-value", "BOTH=env-loses"}})
@@ -511,6 +517,7 @@ func TestNexaSecrets(t *testing.T) {
 
 func TestArgumentsPassVerbatim(t *testing.T) {
 	requirePython(t)
+	t.Parallel() // independent calls in its own directories: python starts overlap
 	bothPaths(t, func(t *testing.T, cold bool) {
 		tricky := []string{
 			`he said "hi"`,
@@ -528,18 +535,32 @@ func TestArgumentsPassVerbatim(t *testing.T) {
 			"",
 			"nul\x00byte",
 		}
-		dir, ex := t.TempDir(), newExec(t, cold, Options{})
+		// One call carries every case, each as its own argument, so the
+		// test costs one interpreter start per path, not one per case.
+		dir := t.TempDir()
+		args := map[string]any{}
+		var params, names []string
 		for i, s := range tricky {
-			got := mustSucceed(t, call{exec: ex, tool: bodyTool("echo", "return text", "text"), args: map[string]any{"text": s}, dir: dir}.do(t))
-			if got != s {
-				t.Errorf("case %d: got %q, want %q", i, got, s)
+			name := fmt.Sprintf("t%d", i)
+			args[name] = s
+			params = append(params, name)
+			names = append(names, name)
+		}
+		got := mustSucceed(t, call{cold: cold, tool: bodyTool("echo", "return ["+strings.Join(names, ", ")+"]", params...), args: args, dir: dir}.do(t))
+		var echoed []string
+		if err := json.Unmarshal([]byte(got), &echoed); err != nil || len(echoed) != len(tricky) {
+			t.Fatalf("echo returned %q (%v)", got, err)
+		}
+		for i, s := range tricky {
+			if echoed[i] != s {
+				t.Errorf("case %d: got %q, want %q", i, echoed[i], s)
 			}
 		}
 		if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
 			t.Fatalf("an argument was executed")
 		}
 		// Structured and numeric arguments keep their types.
-		got := mustSucceed(t, call{cold: cold,
+		got = mustSucceed(t, call{cold: cold,
 			tool: bodyTool("types", "return [type(n).__name__, n, type(f).__name__, xs, d]",
 				`n:{"type":"integer"}`, `f:{"type":"number"}`, `xs:{"type":"array"}`, `d:{"type":"object"}`),
 			args: map[string]any{"n": 12345678901234567, "f": 1.5, "xs": []any{"a", 1}, "d": map[string]any{"k": "v"}},
@@ -552,6 +573,7 @@ func TestArgumentsPassVerbatim(t *testing.T) {
 
 func TestLargeArgumentsAndResults(t *testing.T) {
 	requirePython(t)
+	t.Parallel() // independent calls in its own directories: python starts overlap
 	bothPaths(t, func(t *testing.T, cold bool) {
 		big := strings.Repeat("abcdefghij", 500_000) // 5 MB each way
 		body := "print('x' * 1_000_000)\nreturn text[::-1] + 'é'"
@@ -568,6 +590,7 @@ func TestLargeArgumentsAndResults(t *testing.T) {
 
 func TestOptionalParametersGetDefaults(t *testing.T) {
 	requirePython(t)
+	t.Parallel() // independent calls in its own directories: python starts overlap
 	tool := bodyTool("defaults", "return [a, n, opt]", "a", `n:{"type":"integer","default":3}`, `opt:{"type":["string","null"]}`)
 	got := mustSucceed(t, call{tool: tool, args: map[string]any{"a": "x"}}.do(t))
 	if want := `["x", 3, null]`; got != want {
@@ -577,14 +600,17 @@ func TestOptionalParametersGetDefaults(t *testing.T) {
 
 func TestBodyIndentation(t *testing.T) {
 	requirePython(t)
+	t.Parallel() // independent calls in its own directories: python starts overlap
 	bodies := map[string]string{
 		"flush":    "x = a + '!'\nif x:\n    return x\nreturn 'no'",
 		"indented": "\n        x = a + '!'\n        if x:\n            return x\n        return 'no'\n    ",
 		"tabs":     "\tx = a + '!'\n\tif x:\n\t\treturn x\n\treturn 'no'",
 		"crlf":     "    x = a + '!'\r\n    if x:\r\n        return x\r\n",
 	}
+	// One warm interpreter serves every case.
+	dir, ex := t.TempDir(), newExec(t, false, Options{})
 	for name, body := range bodies {
-		got := mustSucceed(t, call{tool: bodyTool("ind_"+name, body, "a"), args: map[string]string{"a": "ok"}}.do(t))
+		got := mustSucceed(t, call{exec: ex, dir: dir, tool: bodyTool("ind_"+name, body, "a"), args: map[string]string{"a": "ok"}}.do(t))
 		if got != "ok!" {
 			t.Errorf("%s: got %q", name, got)
 		}
@@ -592,7 +618,7 @@ func TestBodyIndentation(t *testing.T) {
 	// A multi-line string literal keeps its text: the body is not
 	// re-indented textually.
 	body := "s = \"\"\"first\nsecond\n    third\"\"\"\nreturn s"
-	got := mustSucceed(t, call{tool: bodyTool("literal", body)}.do(t))
+	got := mustSucceed(t, call{exec: ex, dir: dir, tool: bodyTool("literal", body)}.do(t))
 	if got != "first\nsecond\n    third" {
 		t.Fatalf("string literal changed: %q", got)
 	}
@@ -600,6 +626,7 @@ func TestBodyIndentation(t *testing.T) {
 
 func TestLegacyPythonFile(t *testing.T) {
 	requirePython(t)
+	t.Parallel() // independent calls in its own directories: python starts overlap
 	bothPaths(t, func(t *testing.T, cold bool) {
 		src := t.TempDir()
 		helper := "def shout(s):\n    return s.upper()\n"
@@ -662,6 +689,7 @@ def other():
 
 func TestNonASCIIRoundTrip(t *testing.T) {
 	requirePython(t)
+	t.Parallel() // independent calls in its own directories: python starts overlap
 	s := "héllo wörld — 你好 🌍 \u200b"
 	r := call{tool: bodyTool("uni", "print(text)\nreturn text + ' ✓'", "text"), args: map[string]string{"text": s}}.do(t)
 	log := r.log
@@ -827,6 +855,7 @@ func benchmarkCall(b *testing.B, opts Options) {
 // file must never run in an unsandboxed call.
 func TestWorkingDirectoryIsNotOnSysPath(t *testing.T) {
 	requirePython(t)
+	t.Parallel() // independent calls in its own directories: python starts overlap
 	bothPaths(t, func(t *testing.T, cold bool) {
 		dir := t.TempDir()
 		for _, m := range []string{"json", "ast", "traceback", "types", "keyword", "linecache", "fcntl", "csv", "localhelper"} {
@@ -870,5 +899,25 @@ func BenchmarkInterpreterStartup(b *testing.B) {
 		if err := exec.Command(python, "-c", "pass").Run(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A result channel still held open after the process group died means user
+// code ran (only it can hand the channel to a process outside the group),
+// and the reader may have lost the start record when the channel was
+// closed: the call must be unknown, never "not started", or the runtime
+// could run it again.
+func TestHeldResultChannelIsNeverNotStarted(t *testing.T) {
+	_, err := callOutcome("held", nil, false, false, true, "killed", &tailBuffer{max: tailSize})
+	if !errors.Is(err, runtime.ErrUnknownOutcome) || errors.Is(err, ErrNotStarted) || errors.Is(err, runtime.ErrNotExecuted) {
+		t.Fatalf("held channel, no records: err = %v, want unknown outcome", err)
+	}
+	_, err = callOutcome("closed", nil, false, false, false, "killed", &tailBuffer{max: tailSize})
+	if !errors.Is(err, ErrNotStarted) {
+		t.Fatalf("closed channel, no records: err = %v, want not started", err)
+	}
+	out, err := callOutcome("held-ok", []byte(`{"event":"start"}`+"\n"+`{"ok":true,"output":"done"}`+"\n"), false, false, true, "", &tailBuffer{max: tailSize})
+	if err != nil || !out.Success || out.Output != "done" {
+		t.Fatalf("held channel with a complete result: out %+v, err %v, want the result", out, err)
 	}
 }
