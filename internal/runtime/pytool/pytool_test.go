@@ -113,7 +113,7 @@ func (c call) do(t *testing.T) result {
 	}
 	timeout := c.timeout
 	if timeout == 0 {
-		timeout = 20 * time.Second
+		timeout = hangCap
 	}
 	ctx := c.ctx
 	if ctx == nil {
@@ -168,7 +168,7 @@ func mustSucceed(t *testing.T, r result) string {
 
 func TestReturnValues(t *testing.T) {
 	requirePython(t)
-	t.Parallel() // independent calls in its own directories: python starts overlap
+	t.Parallel()
 	cases := []struct {
 		name, body, want string
 	}{
@@ -196,7 +196,7 @@ func TestReturnValues(t *testing.T) {
 
 func TestPrintGoesToLogNotResult(t *testing.T) {
 	requirePython(t)
-	t.Parallel() // independent calls in its own directories: python starts overlap
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		body := `
 print("to stdout")
@@ -224,7 +224,7 @@ return "real"
 
 func TestExceptionIsFailedOutcome(t *testing.T) {
 	requirePython(t)
-	t.Parallel() // independent calls in its own directories: python starts overlap
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		body := "x = 1\n\nraise ValueError('bad input: ' + str(x))\n"
 		out, log, err := call{cold: cold, tool: bodyTool("boom", body)}.run(t)
@@ -250,7 +250,7 @@ func TestExceptionIsFailedOutcome(t *testing.T) {
 
 func TestSyntaxErrorAndSysExitAreFailedOutcomes(t *testing.T) {
 	requirePython(t)
-	t.Parallel() // independent calls in its own directories: python starts overlap
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		for name, body := range map[string]string{
 			"syntax":  "return (",
@@ -272,7 +272,7 @@ func TestSyntaxErrorAndSysExitAreFailedOutcomes(t *testing.T) {
 
 func TestToolOutcomeUnknown(t *testing.T) {
 	requirePython(t)
-	t.Parallel() // independent calls in its own directories: python starts overlap
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		out, _, err := call{cold: cold, tool: bodyTool("unsure", `raise ToolOutcomeUnknown("payment gateway timed out")`)}.run(t)
 		if !errors.Is(err, runtime.ErrUnknownOutcome) {
@@ -374,6 +374,7 @@ func fileHasData(path string) func() bool {
 }
 
 func TestTimeoutKillsProcessGroup(t *testing.T) {
+	t.Parallel()
 	requirePython(t)
 	bothPaths(t, func(t *testing.T, cold bool) {
 		dir := t.TempDir()
@@ -409,6 +410,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 // unknown (it started) or not started (it did not); never a result, and
 // never a hang.
 func TestWallClockTimeoutEndsCall(t *testing.T) {
+	t.Parallel()
 	requirePython(t)
 	bothPaths(t, func(t *testing.T, cold bool) {
 		dir := t.TempDir()
@@ -437,6 +439,7 @@ func TestWallClockTimeoutEndsCall(t *testing.T) {
 }
 
 func TestLeftoverSubprocessIsKilledAfterReturn(t *testing.T) {
+	t.Parallel()
 	requirePython(t)
 	bothPaths(t, func(t *testing.T, cold bool) {
 		dir := t.TempDir()
@@ -449,6 +452,7 @@ func TestLeftoverSubprocessIsKilledAfterReturn(t *testing.T) {
 }
 
 func TestContextCancelIsUnknown(t *testing.T) {
+	t.Parallel()
 	requirePython(t)
 	bothPaths(t, func(t *testing.T, cold bool) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -470,6 +474,7 @@ func TestContextCancelIsUnknown(t *testing.T) {
 }
 
 func TestExitWithoutResultIsUnknown(t *testing.T) {
+	t.Parallel()
 	requirePython(t)
 	bothPaths(t, func(t *testing.T, cold bool) {
 		_, _, err := call{cold: cold, tool: bodyTool("crasher", `os._exit(3)`)}.run(t)
@@ -487,6 +492,7 @@ func TestExitWithoutResultIsUnknown(t *testing.T) {
 }
 
 func TestEnvironment(t *testing.T) {
+	t.Parallel()
 	requirePython(t)
 	bothPaths(t, func(t *testing.T, cold bool) {
 		body := `return [os.environ["NEXA_IDEMPOTENCY_KEY"], os.environ["NEXA_RUN_ID"], os.environ["NEXA_CALL_ID"], os.environ.get("PARENT_VAR"), os.environ.get("API_TOKEN")]`
@@ -502,7 +508,7 @@ func TestEnvironment(t *testing.T) {
 
 func TestNexaSecrets(t *testing.T) {
 	requirePython(t)
-	t.Parallel() // independent calls in its own directories: python starts overlap
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		body := `return [nexa_secrets.get("API_TOKEN"), nexa_secrets.get("FROM_ENV"), nexa_secrets.get("BOTH"), nexa_secrets.get("MISSING"), nexa_secrets.get("MISSING", "dflt"), "API_TOKEN" in nexa_secrets, repr(nexa_secrets)]`
 		ex := newExec(t, cold, Options{Env: []string{"PATH=" + os.Getenv("PATH"), "FROM_ENV=env-value", "BOTH=env-loses"}})
@@ -517,7 +523,7 @@ func TestNexaSecrets(t *testing.T) {
 
 func TestArgumentsPassVerbatim(t *testing.T) {
 	requirePython(t)
-	t.Parallel() // independent calls in its own directories: python starts overlap
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		tricky := []string{
 			`he said "hi"`,
@@ -573,7 +579,7 @@ func TestArgumentsPassVerbatim(t *testing.T) {
 
 func TestLargeArgumentsAndResults(t *testing.T) {
 	requirePython(t)
-	t.Parallel() // independent calls in its own directories: python starts overlap
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		big := strings.Repeat("abcdefghij", 500_000) // 5 MB each way
 		body := "print('x' * 1_000_000)\nreturn text[::-1] + 'é'"
@@ -590,7 +596,7 @@ func TestLargeArgumentsAndResults(t *testing.T) {
 
 func TestOptionalParametersGetDefaults(t *testing.T) {
 	requirePython(t)
-	t.Parallel() // independent calls in its own directories: python starts overlap
+	t.Parallel()
 	tool := bodyTool("defaults", "return [a, n, opt]", "a", `n:{"type":"integer","default":3}`, `opt:{"type":["string","null"]}`)
 	got := mustSucceed(t, call{tool: tool, args: map[string]any{"a": "x"}}.do(t))
 	if want := `["x", 3, null]`; got != want {
@@ -600,7 +606,7 @@ func TestOptionalParametersGetDefaults(t *testing.T) {
 
 func TestBodyIndentation(t *testing.T) {
 	requirePython(t)
-	t.Parallel() // independent calls in its own directories: python starts overlap
+	t.Parallel()
 	bodies := map[string]string{
 		"flush":    "x = a + '!'\nif x:\n    return x\nreturn 'no'",
 		"indented": "\n        x = a + '!'\n        if x:\n            return x\n        return 'no'\n    ",
@@ -626,7 +632,7 @@ func TestBodyIndentation(t *testing.T) {
 
 func TestLegacyPythonFile(t *testing.T) {
 	requirePython(t)
-	t.Parallel() // independent calls in its own directories: python starts overlap
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		src := t.TempDir()
 		helper := "def shout(s):\n    return s.upper()\n"
@@ -689,7 +695,7 @@ def other():
 
 func TestNonASCIIRoundTrip(t *testing.T) {
 	requirePython(t)
-	t.Parallel() // independent calls in its own directories: python starts overlap
+	t.Parallel()
 	s := "héllo wörld — 你好 🌍 \u200b"
 	r := call{tool: bodyTool("uni", "print(text)\nreturn text + ' ✓'", "text"), args: map[string]string{"text": s}}.do(t)
 	log := r.log
@@ -702,6 +708,7 @@ func TestNonASCIIRoundTrip(t *testing.T) {
 }
 
 func TestWorkDirIsCwd(t *testing.T) {
+	t.Parallel()
 	requirePython(t)
 	bothPaths(t, func(t *testing.T, cold bool) {
 		dir := t.TempDir()
@@ -855,7 +862,7 @@ func benchmarkCall(b *testing.B, opts Options) {
 // file must never run in an unsandboxed call.
 func TestWorkingDirectoryIsNotOnSysPath(t *testing.T) {
 	requirePython(t)
-	t.Parallel() // independent calls in its own directories: python starts overlap
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		dir := t.TempDir()
 		for _, m := range []string{"json", "ast", "traceback", "types", "keyword", "linecache", "fcntl", "csv", "localhelper"} {

@@ -62,6 +62,7 @@ func mustSucceedSandboxed(t *testing.T, r result) string {
 }
 
 func TestSandboxedToolFileSystem(t *testing.T) {
+	t.Parallel()
 	ex := requireSandbox(t)
 	work := t.TempDir()
 	outside := t.TempDir()
@@ -270,6 +271,7 @@ open("spawned", "w").close()
 `
 
 func TestSandboxedTimeoutKillsEverything(t *testing.T) {
+	t.Parallel()
 	ex := requireSandbox(t)
 	work := t.TempDir()
 	marker := fmt.Sprintf("nexa-sandbox-marker-%d", time.Now().UnixNano())
@@ -308,6 +310,7 @@ func TestSandboxedTimeoutKillsEverything(t *testing.T) {
 }
 
 func TestSandboxedLeftoversAreKilledAfterReturn(t *testing.T) {
+	t.Parallel()
 	ex := requireSandbox(t)
 	marker := fmt.Sprintf("nexa-sandbox-marker-%d", time.Now().UnixNano())
 	tool := sandboxedTool("leaver", sandboxSpawner+"return 'done'\n", "marker")
@@ -319,6 +322,7 @@ func TestSandboxedLeftoversAreKilledAfterReturn(t *testing.T) {
 }
 
 func TestSandboxedOutcomes(t *testing.T) {
+	t.Parallel()
 	ex := requireSandbox(t)
 	r := call{exec: ex, tool: sandboxedTool("boom", "raise ValueError('bad input')")}.do(t)
 	if r.err != nil || r.out.Success || !r.out.Sandboxed || !strings.Contains(r.out.Output, "bad input") {
@@ -376,6 +380,7 @@ except OSError:
 }
 
 func TestSandboxedLegacyFileOutsideWorkDir(t *testing.T) {
+	t.Parallel()
 	ex := requireSandbox(t)
 	srcDir := t.TempDir() // in /tmp: hidden unless exposed
 	file := filepath.Join(srcDir, "legacy.py")
@@ -462,6 +467,7 @@ func TestSandboxUnavailableNeverRuns(t *testing.T) {
 }
 
 func TestSandboxedMissingInterpreterIsNotStarted(t *testing.T) {
+	t.Parallel()
 	requireSandbox(t)
 	for _, python := range []string{"nexa-no-such-python", filepath.Join(t.TempDir(), "python3")} {
 		ex := New(Options{Python: python, Sandbox: sandbox.Detect})
@@ -473,6 +479,7 @@ func TestSandboxedMissingInterpreterIsNotStarted(t *testing.T) {
 }
 
 func TestSandboxRefusesSystemWorkDir(t *testing.T) {
+	t.Parallel()
 	ex := requireSandbox(t)
 	r := call{exec: ex, tool: sandboxedTool("rooted", "return 'ran'"), dir: "/"}.do(t)
 	if !errors.Is(r.err, ErrNotStarted) || !strings.Contains(r.err.Error(), "system directory") {
@@ -489,7 +496,7 @@ func BenchmarkSandboxedPythonCall(b *testing.B) {
 	tool := sandboxedTool("echo", "return x", "x")
 	dir := b.TempDir()
 	for b.Loop() {
-		out, err := ex.Execute(context.Background(), runtime.Invocation{Tool: tool, Arguments: json.RawMessage(`{"x":"y"}`), WorkDir: dir, Timeout: 20 * time.Second})
+		out, err := ex.Execute(context.Background(), runtime.Invocation{Tool: tool, Arguments: json.RawMessage(`{"x":"y"}`), WorkDir: dir, Timeout: hangCap})
 		if err != nil || out.Output != "y" {
 			b.Fatalf("%+v %v", out, err)
 		}
