@@ -6,7 +6,7 @@ COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 VERSION := $(shell git describe --tags --exact-match 2>/dev/null || echo 0.1.0-dev)
 LDFLAGS := -s -w -X github.com/nexa-run/nexa/internal/cli.Version=$(VERSION) -X github.com/nexa-run/nexa/internal/cli.Commit=$(COMMIT)
 
-.PHONY: build test lint bench fuzz demo clean
+.PHONY: build test test-race test-slowpython lint bench fuzz demo clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/nexa ./cmd/nexa
@@ -15,6 +15,21 @@ build:
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+
+# The suite under the race detector (slow: several minutes).
+test-race:
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+# No test may depend on how fast python3 starts: run the suite with a
+# python3 first on PATH that waits PYTHON_DELAY seconds before it execs the
+# real one (NEXA_PYTHON is unset so every test goes through it).
+PYTHON_DELAY ?= 3
+test-slowpython:
+	@real=$$(command -v python3) || { echo "test-slowpython: python3 not in PATH"; exit 1; }; \
+	dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	printf '#!/bin/sh\nsleep %s\nexec "%s" "$$@"\n' '$(PYTHON_DELAY)' "$$real" > "$$dir/python3" && \
+	chmod +x "$$dir/python3" && \
+	env -u NEXA_PYTHON PATH="$$dir:$$PATH" $(GO) test -count=1 -timeout 30m ./...
 
 # Fuzz the parser and the compiler (FUZZTIME each; CI runs a short round).
 FUZZTIME ?= 10s

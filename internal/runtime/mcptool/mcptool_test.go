@@ -181,7 +181,7 @@ func checkCommon(t *testing.T, s *Server) {
 	if !errors.Is(err, runtime.ErrUnknownOutcome) || errors.Is(err, runtime.ErrNotExecuted) || !strings.Contains(err.Error(), "timed out") {
 		t.Errorf("slow_tool past its timeout: err = %v, want unknown outcome (timed out)", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("timeout took %v", d)
 	}
 	if out := mustCall(t, s, "read_note", `{"name":"after"}`); out.Output != "note after" {
@@ -217,7 +217,7 @@ func TestStdioServer(t *testing.T) {
 	if !errors.Is(err, runtime.ErrNotExecuted) {
 		t.Errorf("call after close: %v", err)
 	}
-	if !processGone(s.child.pid, time.Second) {
+	if !processGone(s.child.pid, 30*time.Second) {
 		t.Errorf("server process %d still exists after Close", s.child.pid)
 	}
 }
@@ -253,7 +253,7 @@ func TestStdioServerExitMidCall(t *testing.T) {
 	if !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "crash_tool: exiting now") {
 		t.Errorf("message should give the exit status and stderr: %v", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("noticing the exit took %v", d)
 	}
 	_, err = call(t, s, "read_note", `{"name":"x"}`)
@@ -275,16 +275,26 @@ func TestStdioCloseKillsGroupAndInFlightCalls(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 
 	errc := make(chan error, 1)
+	marker := filepath.Join(t.TempDir(), "running")
 	go func() {
-		_, err := s.Call(context.Background(), "slow_tool", json.RawMessage(`{"ms":60000}`), "")
+		rawArgs, _ := json.Marshal(map[string]any{"ms": 600000, "marker": marker})
+		_, err := s.Call(context.Background(), "slow_tool", rawArgs, "")
 		errc <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	// Close only once the server runs the call, so it is surely in flight.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("slow_tool never started on the server")
+		}
+	}
 	start := time.Now()
 	if err := s.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("close took %v", d)
 	}
 	select {
@@ -292,13 +302,13 @@ func TestStdioCloseKillsGroupAndInFlightCalls(t *testing.T) {
 		if !errors.Is(err, runtime.ErrUnknownOutcome) {
 			t.Errorf("call in flight at Close: err = %v, want unknown outcome", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("call in flight did not return after Close")
 	}
-	if !processGone(pid, 3*time.Second) {
+	if !processGone(pid, 30*time.Second) {
 		t.Errorf("grandchild %d of the server survived Close", pid)
 	}
-	if !processGone(s.child.pid, time.Second) {
+	if !processGone(s.child.pid, 30*time.Second) {
 		t.Errorf("server %d survived Close", s.child.pid)
 	}
 }

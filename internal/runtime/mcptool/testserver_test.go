@@ -126,11 +126,15 @@ func newTestServer(variant string, inProcess bool) *mcp.Server {
 			os.Exit(3)
 			return nil, nil
 		})
-	srv.AddTool(&mcp.Tool{Name: "slow_tool", Description: "Sleeps ms milliseconds.", InputSchema: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer"}}}`)},
+	srv.AddTool(&mcp.Tool{Name: "slow_tool", Description: "Sleeps ms milliseconds.", InputSchema: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer"},"marker":{"type":"string"}}}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ms, _ := args(req)["ms"].(float64)
 			if ms == 0 {
 				ms = 30000
+			}
+			// A test learns that the call reached the server from this file.
+			if marker, _ := args(req)["marker"].(string); marker != "" {
+				_ = os.WriteFile(marker, []byte("running"), 0o644)
 			}
 			select {
 			case <-time.After(time.Duration(ms) * time.Millisecond):

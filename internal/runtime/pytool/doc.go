@@ -55,7 +55,10 @@
 //     expired context, or a child that dies after the start record without
 //     a final record → an error wrapping runtime.ErrUnknownOutcome: the
 //     effect may have happened. A final record that arrived completely is
-//     used even if the process had to be killed afterwards.
+//     used even if the process had to be killed afterwards. So is a call
+//     whose result channel is still held open once its process group is
+//     dead (only user code can pass it to a process outside the group, and
+//     records not read by then are lost): it is never "not started".
 //   - Nothing ran (interpreter missing, unusable working directory, bad
 //     arguments or parameter names, the bootstrap died before the start
 //     record, sandbox requested but unavailable) → a *StartError: errors.Is(err,

@@ -154,6 +154,11 @@ type Executor struct {
 	protect sandbox.Protected
 	// zygotes serves unsandboxed calls; nil with Options.NoWarm.
 	zygotes *zygoteSet
+	// expireAt, when set (by this package's tests only), replaces the
+	// wall-clock timer of Invocation.Timeout, so a test can make the
+	// timeout pass at a known point of the tool's run instead of hoping
+	// the interpreter starts within it.
+	expireAt func(inv runtime.Invocation) <-chan time.Time
 }
 
 var _ runtime.Executor = (*Executor)(nil)
@@ -522,12 +527,8 @@ func (e *Executor) run(ctx context.Context, inv runtime.Invocation, payload []by
 		waitExitNoReap(pid)
 	}()
 
-	var timer <-chan time.Time
-	if inv.Timeout > 0 {
-		t := time.NewTimer(inv.Timeout)
-		defer t.Stop()
-		timer = t.C
-	}
+	timer, stopTimer := e.callTimer(inv)
+	defer stopTimer()
 
 	killReason := ""
 	select {
@@ -553,14 +554,27 @@ func (e *Executor) run(ctx context.Context, inv runtime.Invocation, payload []by
 	<-exited
 	waitErr := cmd.Wait()
 
-	drain(resR, rd.resDone)
+	resHeld := !drain(resR, rd.resDone)
 	drain(logR, rd.logDone)
 
 	reason := killReason
 	if reason == "" {
 		reason = describeExit(cmd.ProcessState, waitErr)
 	}
-	return callOutcome(name, rd.result, rd.tooLarge, sandboxed, reason, rd.tail)
+	return callOutcome(name, rd.result, rd.tooLarge, sandboxed, resHeld, reason, rd.tail)
+}
+
+// callTimer returns the channel that fires when inv's timeout has passed
+// (nil without a timeout) and the function that releases it.
+func (e *Executor) callTimer(inv runtime.Invocation) (<-chan time.Time, func()) {
+	switch {
+	case inv.Timeout <= 0:
+		return nil, func() {}
+	case e.expireAt != nil:
+		return e.expireAt(inv), func() {}
+	}
+	t := time.NewTimer(inv.Timeout)
+	return t.C, func() { t.Stop() }
 }
 
 // callReader reads one call's pipes: result and tooLarge are set once
@@ -589,8 +603,12 @@ func readCall(logR, resR *os.File, logW io.Writer) *callReader {
 
 // callOutcome maps what a call left on its result channel to its outcome;
 // both process models share it so that they cannot differ. reason says how
-// the process ended, for a call that left no final record.
-func callOutcome(name string, result []byte, tooLarge, sandboxed bool, reason string, tail *tailBuffer) (runtime.Outcome, error) {
+// the process ended, for a call that left no final record. resHeld says the
+// channel never reached EOF after the process group was killed: something
+// outside the group still held it, which only user code can arrange, and
+// what the reader had not read yet (the start record among it) was lost
+// when the channel was closed; such a call is never "not started".
+func callOutcome(name string, result []byte, tooLarge, sandboxed, resHeld bool, reason string, tail *tailBuffer) (runtime.Outcome, error) {
 	started, final := parseRecords(result)
 	switch {
 	case tooLarge:
@@ -603,6 +621,9 @@ func callOutcome(name string, result []byte, tooLarge, sandboxed bool, reason st
 		return runtime.Outcome{Output: final.Output, Success: true, Sandboxed: sandboxed}, nil
 	case final != nil && final.OK != nil:
 		return runtime.Outcome{Output: final.Error, Success: false, Sandboxed: sandboxed}, nil
+	}
+	if resHeld {
+		return runtime.Outcome{}, fmt.Errorf("python tool %s: %s; its result channel was still held open by a process that outlived it: %w", name, reason, runtime.ErrUnknownOutcome)
 	}
 	if !started {
 		return runtime.Outcome{}, &StartError{Tool: name, Reason: reason + tail.explain()}
@@ -738,14 +759,16 @@ func waitExitNoReap(pid int) {
 
 // drain waits (up to drainWait) for the goroutine reading r to reach EOF,
 // then closes r; a process that escaped the group and still holds the
-// pipe's other end cannot make the call hang.
-func drain(r *os.File, done <-chan struct{}) {
+// pipe's other end cannot make the call hang. It reports whether EOF was
+// reached; if not, data still unread in the pipe was dropped.
+func drain(r *os.File, done <-chan struct{}) bool {
 	if !waitFor(done, drainWait) {
 		r.Close()
 		<-done
-		return
+		return false
 	}
 	r.Close()
+	return true
 }
 
 func waitFor(ch <-chan struct{}, d time.Duration) bool {

@@ -113,7 +113,7 @@ func (c call) do(t *testing.T) result {
 	}
 	timeout := c.timeout
 	if timeout == 0 {
-		timeout = 20 * time.Second
+		timeout = hangCap
 	}
 	ctx := c.ctx
 	if ctx == nil {
@@ -168,6 +168,7 @@ func mustSucceed(t *testing.T, r result) string {
 
 func TestReturnValues(t *testing.T) {
 	requirePython(t)
+	t.Parallel()
 	cases := []struct {
 		name, body, want string
 	}{
@@ -195,6 +196,7 @@ func TestReturnValues(t *testing.T) {
 
 func TestPrintGoesToLogNotResult(t *testing.T) {
 	requirePython(t)
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		body := `
 print("to stdout")
@@ -222,6 +224,7 @@ return "real"
 
 func TestExceptionIsFailedOutcome(t *testing.T) {
 	requirePython(t)
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		body := "x = 1\n\nraise ValueError('bad input: ' + str(x))\n"
 		out, log, err := call{cold: cold, tool: bodyTool("boom", body)}.run(t)
@@ -247,6 +250,7 @@ func TestExceptionIsFailedOutcome(t *testing.T) {
 
 func TestSyntaxErrorAndSysExitAreFailedOutcomes(t *testing.T) {
 	requirePython(t)
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		for name, body := range map[string]string{
 			"syntax":  "return (",
@@ -268,6 +272,7 @@ func TestSyntaxErrorAndSysExitAreFailedOutcomes(t *testing.T) {
 
 func TestToolOutcomeUnknown(t *testing.T) {
 	requirePython(t)
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		out, _, err := call{cold: cold, tool: bodyTool("unsure", `raise ToolOutcomeUnknown("payment gateway timed out")`)}.run(t)
 		if !errors.Is(err, runtime.ErrUnknownOutcome) {
@@ -302,7 +307,7 @@ func processGone(pid int) bool {
 
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(hangCap)
 	for !processGone(pid) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -332,31 +337,109 @@ with open("child.pid", "w") as f:
     f.write(str(p.pid))
 `
 
+// expireWhen makes the timeouts of ex's calls pass once ready reports true
+// (polled), that is at a point where the tool's user code is known to run,
+// instead of a wall-clock time that a slow interpreter start could outlast.
+// It returns a channel closed when a timeout has been made to pass. After
+// a generous cap the timeout passes anyway, so a broken test fails instead
+// of hanging.
+func expireWhen(ex *Executor, ready func() bool) <-chan struct{} {
+	fired := make(chan struct{})
+	var once sync.Once
+	ex.expireAt = func(runtime.Invocation) <-chan time.Time {
+		ch := make(chan time.Time, 1)
+		go func() {
+			deadline := time.Now().Add(hangCap)
+			for !ready() && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			once.Do(func() { close(fired) })
+			ch <- time.Now()
+		}()
+		return ch
+	}
+	return fired
+}
+
+// hangCap bounds waits that only guard against a hang: far above what any
+// machine needs, so that it never decides a test on a loaded one.
+const hangCap = 60 * time.Second
+
+// fileHasData reports whether path exists and is not empty.
+func fileHasData(path string) func() bool {
+	return func() bool {
+		b, err := os.ReadFile(path)
+		return err == nil && len(b) > 0
+	}
+}
+
 func TestTimeoutKillsProcessGroup(t *testing.T) {
+	t.Parallel()
 	requirePython(t)
 	bothPaths(t, func(t *testing.T, cold bool) {
 		dir := t.TempDir()
-		start := time.Now()
-		out, _, err := call{cold: cold,
-			tool:    bodyTool("slow", spawnSleeper+"time.sleep(30)\n"),
-			dir:     dir,
-			timeout: 1500 * time.Millisecond,
-		}.run(t)
-		elapsed := time.Since(start)
-		if !errors.Is(err, runtime.ErrUnknownOutcome) {
-			t.Fatalf("err = %v (outcome %+v), want ErrUnknownOutcome", err, out)
+		ex := New(Options{NoWarm: cold})
+		defer ex.Close()
+		// The timeout passes once the tool has started its sleeper, so
+		// its user code has surely run: the outcome must be unknown.
+		fired := expireWhen(ex, fileHasData(filepath.Join(dir, "child.pid")))
+		done := make(chan result, 1)
+		go func() {
+			done <- call{exec: ex, tool: bodyTool("slow", spawnSleeper+"time.sleep(300)\n"), dir: dir, timeout: time.Hour}.do(t)
+		}()
+		<-fired
+		var r result
+		select {
+		case r = <-done:
+		case <-time.After(hangCap):
+			t.Fatal("Execute did not return after its timeout passed")
 		}
-		if !strings.Contains(err.Error(), "timeout") {
-			t.Errorf("err %q does not mention the timeout", err)
+		if !errors.Is(r.err, runtime.ErrUnknownOutcome) {
+			t.Fatalf("err = %v (outcome %+v), want ErrUnknownOutcome", r.err, r.out)
 		}
-		if elapsed > 8*time.Second {
-			t.Errorf("Execute took %s after a 1.5s timeout", elapsed)
+		if !strings.Contains(r.err.Error(), "timeout of 1h0m0s passed") {
+			t.Errorf("err %q does not mention the timeout", r.err)
 		}
 		waitGone(t, readPid(t, filepath.Join(dir, "child.pid")))
 	})
 }
 
+// TestWallClockTimeoutEndsCall runs the real timer: a short timeout ends a
+// call that never returns. Whether the interpreter reached the tool's code
+// within it depends on the machine, so both honest outcomes are accepted:
+// unknown (it started) or not started (it did not); never a result, and
+// never a hang.
+func TestWallClockTimeoutEndsCall(t *testing.T) {
+	t.Parallel()
+	requirePython(t)
+	bothPaths(t, func(t *testing.T, cold bool) {
+		dir := t.TempDir()
+		done := make(chan result, 1)
+		go func() {
+			done <- call{cold: cold, tool: bodyTool("forever", "open('started', 'w').close()\ntime.sleep(300)\n"), dir: dir, timeout: 200 * time.Millisecond}.do(t)
+		}()
+		var r result
+		select {
+		case r = <-done:
+		case <-time.After(hangCap):
+			t.Fatal("Execute did not return after its timeout")
+		}
+		if r.err == nil || !strings.Contains(r.err.Error(), "timeout of 200ms passed") {
+			t.Fatalf("err = %v (outcome %+v), want the timeout", r.err, r.out)
+		}
+		_, statErr := os.Stat(filepath.Join(dir, "started"))
+		if errors.Is(r.err, ErrNotStarted) {
+			if statErr == nil {
+				t.Fatalf("err = %v says not started, but the tool's code ran", r.err)
+			}
+		} else if !errors.Is(r.err, runtime.ErrUnknownOutcome) {
+			t.Fatalf("err = %v, want ErrUnknownOutcome or ErrNotStarted", r.err)
+		}
+	})
+}
+
 func TestLeftoverSubprocessIsKilledAfterReturn(t *testing.T) {
+	t.Parallel()
 	requirePython(t)
 	bothPaths(t, func(t *testing.T, cold bool) {
 		dir := t.TempDir()
@@ -369,16 +452,15 @@ func TestLeftoverSubprocessIsKilledAfterReturn(t *testing.T) {
 }
 
 func TestContextCancelIsUnknown(t *testing.T) {
+	t.Parallel()
 	requirePython(t)
 	bothPaths(t, func(t *testing.T, cold bool) {
 		ctx, cancel := context.WithCancel(context.Background())
 		dir := t.TempDir()
 		go func() {
 			// Cancel once the tool is surely running.
-			for i := 0; i < 500; i++ {
-				if b, err := os.ReadFile(filepath.Join(dir, "child.pid")); err == nil && len(b) > 0 {
-					break
-				}
+			ready := fileHasData(filepath.Join(dir, "child.pid"))
+			for deadline := time.Now().Add(hangCap); !ready() && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond)
 			}
 			cancel()
@@ -392,6 +474,7 @@ func TestContextCancelIsUnknown(t *testing.T) {
 }
 
 func TestExitWithoutResultIsUnknown(t *testing.T) {
+	t.Parallel()
 	requirePython(t)
 	bothPaths(t, func(t *testing.T, cold bool) {
 		_, _, err := call{cold: cold, tool: bodyTool("crasher", `os._exit(3)`)}.run(t)
@@ -409,6 +492,7 @@ func TestExitWithoutResultIsUnknown(t *testing.T) {
 }
 
 func TestEnvironment(t *testing.T) {
+	t.Parallel()
 	requirePython(t)
 	bothPaths(t, func(t *testing.T, cold bool) {
 		body := `return [os.environ["NEXA_IDEMPOTENCY_KEY"], os.environ["NEXA_RUN_ID"], os.environ["NEXA_CALL_ID"], os.environ.get("PARENT_VAR"), os.environ.get("API_TOKEN")]`
@@ -424,6 +508,7 @@ func TestEnvironment(t *testing.T) {
 
 func TestNexaSecrets(t *testing.T) {
 	requirePython(t)
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		body := `return [nexa_secrets.get("API_TOKEN"), nexa_secrets.get("FROM_ENV"), nexa_secrets.get("BOTH"), nexa_secrets.get("MISSING"), nexa_secrets.get("MISSING", "dflt"), "API_TOKEN" in nexa_secrets, repr(nexa_secrets)]`
 		ex := newExec(t, cold, Options{Env: []string{"PATH=" + os.Getenv("PATH"), "FROM_ENV=env-value", "BOTH=env-loses"}})
@@ -438,6 +523,7 @@ func TestNexaSecrets(t *testing.T) {
 
 func TestArgumentsPassVerbatim(t *testing.T) {
 	requirePython(t)
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		tricky := []string{
 			`he said "hi"`,
@@ -455,18 +541,32 @@ func TestArgumentsPassVerbatim(t *testing.T) {
 			"",
 			"nul\x00byte",
 		}
-		dir, ex := t.TempDir(), newExec(t, cold, Options{})
+		// One call carries every case, each as its own argument, so the
+		// test costs one interpreter start per path, not one per case.
+		dir := t.TempDir()
+		args := map[string]any{}
+		var params, names []string
 		for i, s := range tricky {
-			got := mustSucceed(t, call{exec: ex, tool: bodyTool("echo", "return text", "text"), args: map[string]any{"text": s}, dir: dir}.do(t))
-			if got != s {
-				t.Errorf("case %d: got %q, want %q", i, got, s)
+			name := fmt.Sprintf("t%d", i)
+			args[name] = s
+			params = append(params, name)
+			names = append(names, name)
+		}
+		got := mustSucceed(t, call{cold: cold, tool: bodyTool("echo", "return ["+strings.Join(names, ", ")+"]", params...), args: args, dir: dir}.do(t))
+		var echoed []string
+		if err := json.Unmarshal([]byte(got), &echoed); err != nil || len(echoed) != len(tricky) {
+			t.Fatalf("echo returned %q (%v)", got, err)
+		}
+		for i, s := range tricky {
+			if echoed[i] != s {
+				t.Errorf("case %d: got %q, want %q", i, echoed[i], s)
 			}
 		}
 		if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
 			t.Fatalf("an argument was executed")
 		}
 		// Structured and numeric arguments keep their types.
-		got := mustSucceed(t, call{cold: cold,
+		got = mustSucceed(t, call{cold: cold,
 			tool: bodyTool("types", "return [type(n).__name__, n, type(f).__name__, xs, d]",
 				`n:{"type":"integer"}`, `f:{"type":"number"}`, `xs:{"type":"array"}`, `d:{"type":"object"}`),
 			args: map[string]any{"n": 12345678901234567, "f": 1.5, "xs": []any{"a", 1}, "d": map[string]any{"k": "v"}},
@@ -479,6 +579,7 @@ func TestArgumentsPassVerbatim(t *testing.T) {
 
 func TestLargeArgumentsAndResults(t *testing.T) {
 	requirePython(t)
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		big := strings.Repeat("abcdefghij", 500_000) // 5 MB each way
 		body := "print('x' * 1_000_000)\nreturn text[::-1] + 'é'"
@@ -495,6 +596,7 @@ func TestLargeArgumentsAndResults(t *testing.T) {
 
 func TestOptionalParametersGetDefaults(t *testing.T) {
 	requirePython(t)
+	t.Parallel()
 	tool := bodyTool("defaults", "return [a, n, opt]", "a", `n:{"type":"integer","default":3}`, `opt:{"type":["string","null"]}`)
 	got := mustSucceed(t, call{tool: tool, args: map[string]any{"a": "x"}}.do(t))
 	if want := `["x", 3, null]`; got != want {
@@ -504,14 +606,17 @@ func TestOptionalParametersGetDefaults(t *testing.T) {
 
 func TestBodyIndentation(t *testing.T) {
 	requirePython(t)
+	t.Parallel()
 	bodies := map[string]string{
 		"flush":    "x = a + '!'\nif x:\n    return x\nreturn 'no'",
 		"indented": "\n        x = a + '!'\n        if x:\n            return x\n        return 'no'\n    ",
 		"tabs":     "\tx = a + '!'\n\tif x:\n\t\treturn x\n\treturn 'no'",
 		"crlf":     "    x = a + '!'\r\n    if x:\r\n        return x\r\n",
 	}
+	// One warm interpreter serves every case.
+	dir, ex := t.TempDir(), newExec(t, false, Options{})
 	for name, body := range bodies {
-		got := mustSucceed(t, call{tool: bodyTool("ind_"+name, body, "a"), args: map[string]string{"a": "ok"}}.do(t))
+		got := mustSucceed(t, call{exec: ex, dir: dir, tool: bodyTool("ind_"+name, body, "a"), args: map[string]string{"a": "ok"}}.do(t))
 		if got != "ok!" {
 			t.Errorf("%s: got %q", name, got)
 		}
@@ -519,7 +624,7 @@ func TestBodyIndentation(t *testing.T) {
 	// A multi-line string literal keeps its text: the body is not
 	// re-indented textually.
 	body := "s = \"\"\"first\nsecond\n    third\"\"\"\nreturn s"
-	got := mustSucceed(t, call{tool: bodyTool("literal", body)}.do(t))
+	got := mustSucceed(t, call{exec: ex, dir: dir, tool: bodyTool("literal", body)}.do(t))
 	if got != "first\nsecond\n    third" {
 		t.Fatalf("string literal changed: %q", got)
 	}
@@ -527,6 +632,7 @@ func TestBodyIndentation(t *testing.T) {
 
 func TestLegacyPythonFile(t *testing.T) {
 	requirePython(t)
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		src := t.TempDir()
 		helper := "def shout(s):\n    return s.upper()\n"
@@ -589,6 +695,7 @@ def other():
 
 func TestNonASCIIRoundTrip(t *testing.T) {
 	requirePython(t)
+	t.Parallel()
 	s := "héllo wörld — 你好 🌍 \u200b"
 	r := call{tool: bodyTool("uni", "print(text)\nreturn text + ' ✓'", "text"), args: map[string]string{"text": s}}.do(t)
 	log := r.log
@@ -601,6 +708,7 @@ func TestNonASCIIRoundTrip(t *testing.T) {
 }
 
 func TestWorkDirIsCwd(t *testing.T) {
+	t.Parallel()
 	requirePython(t)
 	bothPaths(t, func(t *testing.T, cold bool) {
 		dir := t.TempDir()
@@ -754,6 +862,7 @@ func benchmarkCall(b *testing.B, opts Options) {
 // file must never run in an unsandboxed call.
 func TestWorkingDirectoryIsNotOnSysPath(t *testing.T) {
 	requirePython(t)
+	t.Parallel()
 	bothPaths(t, func(t *testing.T, cold bool) {
 		dir := t.TempDir()
 		for _, m := range []string{"json", "ast", "traceback", "types", "keyword", "linecache", "fcntl", "csv", "localhelper"} {
@@ -797,5 +906,25 @@ func BenchmarkInterpreterStartup(b *testing.B) {
 		if err := exec.Command(python, "-c", "pass").Run(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A result channel still held open after the process group died means user
+// code ran (only it can hand the channel to a process outside the group),
+// and the reader may have lost the start record when the channel was
+// closed: the call must be unknown, never "not started", or the runtime
+// could run it again.
+func TestHeldResultChannelIsNeverNotStarted(t *testing.T) {
+	_, err := callOutcome("held", nil, false, false, true, "killed", &tailBuffer{max: tailSize})
+	if !errors.Is(err, runtime.ErrUnknownOutcome) || errors.Is(err, ErrNotStarted) || errors.Is(err, runtime.ErrNotExecuted) {
+		t.Fatalf("held channel, no records: err = %v, want unknown outcome", err)
+	}
+	_, err = callOutcome("closed", nil, false, false, false, "killed", &tailBuffer{max: tailSize})
+	if !errors.Is(err, ErrNotStarted) {
+		t.Fatalf("closed channel, no records: err = %v, want not started", err)
+	}
+	out, err := callOutcome("held-ok", []byte(`{"event":"start"}`+"\n"+`{"ok":true,"output":"done"}`+"\n"), false, false, true, "", &tailBuffer{max: tailSize})
+	if err != nil || !out.Success || out.Output != "done" {
+		t.Fatalf("held channel with a complete result: out %+v, err %v, want the result", out, err)
 	}
 }

@@ -718,12 +718,8 @@ func (e *Executor) waitWarm(ctx context.Context, inv runtime.Invocation, slot *z
 		wc.reqW.Close()
 	}()
 
-	var timer <-chan time.Time
-	if inv.Timeout > 0 {
-		t := time.NewTimer(inv.Timeout)
-		defer t.Stop()
-		timer = t.C
-	}
+	timer, stopTimer := e.callTimer(inv)
+	defer stopTimer()
 
 	var st exitStatus
 	exited := false
@@ -779,7 +775,7 @@ func (e *Executor) waitWarm(ctx context.Context, inv runtime.Invocation, slot *z
 	wc.reqW.Close()
 	<-reqDone
 
-	drain(wc.resR, rd.resDone)
+	resHeld := !drain(wc.resR, rd.resDone)
 	drain(wc.logR, rd.logDone)
 
 	reason := killReason
@@ -790,5 +786,5 @@ func (e *Executor) waitWarm(ctx context.Context, inv runtime.Invocation, slot *z
 	default:
 		reason = "the interpreter ended without a result (" + z.reason() + ")"
 	}
-	return callOutcome(name, rd.result, rd.tooLarge, false, reason, rd.tail)
+	return callOutcome(name, rd.result, rd.tooLarge, false, resHeld, reason, rd.tail)
 }

@@ -330,7 +330,7 @@ func TestKillingTheProcessGroupKillsTheSandbox(t *testing.T) {
 	if n, _ := r.Read(buf); !strings.Contains(string(buf[:n]), "started") {
 		t.Fatalf("sandboxed command did not start: %q", buf[:n])
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for len(markerProcesses(marker)) < 2 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the sandboxed children never showed up on the host: %v", markerProcesses(marker))
@@ -341,7 +341,7 @@ func TestKillingTheProcessGroupKillsTheSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	deadline = time.Now().Add(5 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for {
 		left := markerProcesses(marker)
 		if len(left) == 0 {
