@@ -48,7 +48,7 @@ var (
 	// binary does not know; it is left untouched.
 	ErrNewerSchema = errors.New("store schema is newer than this nexa supports")
 	// ErrRunExists: Create was given an id that is already stored.
-	ErrRunExists = errors.New("run already exists")
+	ErrRunExists = state.ErrExists
 )
 
 // SQLite is the SQLite implementation of state.Store. It is safe for

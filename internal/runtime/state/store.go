@@ -10,6 +10,11 @@ import (
 // ErrNotFound is returned by a Store for a run id it does not hold.
 var ErrNotFound = errors.New("run not found")
 
+// ErrExists is wrapped by Create when the run id is already stored: a
+// run is never overwritten by another with the same id (an import of a
+// run that is already here is refused, not merged).
+var ErrExists = errors.New("run already exists")
+
 // ErrBusy is wrapped by a store error when the store stayed locked by
 // other writers for as long as the caller's context allowed; nothing was
 // written. Callers with a result in hand retry with a longer context.
