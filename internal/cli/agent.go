@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/lang"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/mcptool"
@@ -277,7 +277,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	execs, py := executors(e, detect, protectedFiles(e, st.Path(), prog))
 	defer py.Close()
 	if tools.mgr != nil {
-		execs[compile.BodyMCP] = tools.mgr
+		execs[ir.BodyMCP] = tools.mgr
 	}
 	var records []state.MCPServer
 	if tools.mgr != nil {
@@ -325,7 +325,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 // resumeOptions maps the flags of a resume to the runtime's options; the
 // runtime applies the checks of runtime.md section 5 and records the
 // decisions before the run continues.
-func resumeOptions(c *cobra.Command, f *agentFlags, prog *compile.Program, agentName string, ident state.ProviderIdentity, wd string, timeout time.Duration, mcp []state.MCPServer) runtime.ResumeOptions {
+func resumeOptions(c *cobra.Command, f *agentFlags, prog *ir.Program, agentName string, ident state.ProviderIdentity, wd string, timeout time.Duration, mcp []state.MCPServer) runtime.ResumeOptions {
 	req := runtime.ResumeRequest{SourceHash: prog.Hash, Agent: agentName, Provider: ident, WorkDir: wd, MCPServers: mcp}
 	if c.Flags().Changed("max-turns") {
 		req.Budgets.MaxTurns = &f.maxTurns
@@ -347,7 +347,7 @@ func resumeOptions(c *cobra.Command, f *agentFlags, prog *compile.Program, agent
 }
 
 // finishAgent prints the result object and picks the exit code.
-func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, tool func(string) *compile.Tool, file string, err error, sec *secretSet) error {
+func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, tool func(string) *ir.Tool, file string, err error, sec *secretSet) error {
 	code := ExitOK
 	var res *runResult
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/builtin"
 	"github.com/nexa-run/nexa/internal/runtime/native"
@@ -96,12 +96,12 @@ func readOnly(dir string) bool {
 // The Python executor is returned too: it keeps warm interpreters that the
 // caller stops with Close when the run stops.
 // prot are the files tools must not reach (protectedFiles).
-func executors(e *env, detect func() (*sandbox.Bwrap, error), prot sandbox.Protected) (map[compile.BodyKind]runtime.Executor, *pytool.Executor) {
+func executors(e *env, detect func() (*sandbox.Bwrap, error), prot sandbox.Protected) (map[ir.BodyKind]runtime.Executor, *pytool.Executor) {
 	py := pytool.New(pytool.Options{Python: e.getenv("NEXA_PYTHON"), Env: toolEnv(), Sandbox: detect, Protected: prot})
-	return map[compile.BodyKind]runtime.Executor{
-		compile.BodyPython:  py,
-		compile.BodyNative:  native.New(),
-		compile.BodyBuiltin: builtin.New(builtin.Options{Env: toolEnv(), Protected: prot.Hidden()}),
+	return map[ir.BodyKind]runtime.Executor{
+		ir.BodyPython:  py,
+		ir.BodyNative:  native.New(),
+		ir.BodyBuiltin: builtin.New(builtin.Options{Env: toolEnv(), Protected: prot.Hidden()}),
 	}, py
 }
 
@@ -111,7 +111,7 @@ func executors(e *env, detect func() (*sandbox.Bwrap, error), prot sandbox.Prote
 // whole directory when it is .nexa), and the secrets files. The program and
 // its legacy tool files stay readable but cannot be changed from the
 // sandbox: they run later outside it.
-func protectedFiles(e *env, storePath string, prog *compile.Program) sandbox.Protected {
+func protectedFiles(e *env, storePath string, prog *ir.Program) sandbox.Protected {
 	var p sandbox.Protected
 	dir := filepath.Dir(storePath)
 	if filepath.Base(dir) == store.DirName {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 )
 
 func init() { register(newInspectCmd) }
@@ -21,7 +22,7 @@ type inspectJSON struct {
 	Tools        []inspectTool     `json:"tools"`
 	Agents       []inspectAgent    `json:"agents"`
 	Protocols    []inspectProtocol `json:"protocols"`
-	Declarations []compile.Decl    `json:"declarations"`
+	Declarations []ir.Decl         `json:"declarations"`
 }
 
 type inspectTool struct {
@@ -47,7 +48,7 @@ type inspectAgent struct {
 	Model         string         `json:"model"`
 	Tools         []string       `json:"tools"`
 	ImplicitTools bool           `json:"implicit_tools"`
-	Uses          []compile.Use  `json:"uses"`
+	Uses          []ir.Use       `json:"uses"`
 	Implements    string         `json:"implements"`
 	Properties    map[string]any `json:"properties"`
 }
@@ -57,13 +58,13 @@ type inspectProtocol struct {
 	Schema json.RawMessage `json:"schema"`
 }
 
-func toInspectJSON(p *compile.Program) inspectJSON {
+func toInspectJSON(p *ir.Program) inspectJSON {
 	out := inspectJSON{
 		SourceHash: p.Hash, Files: p.Files, Tools: []inspectTool{}, Agents: []inspectAgent{},
 		Protocols: []inspectProtocol{}, Declarations: p.Decls,
 	}
 	if out.Declarations == nil {
-		out.Declarations = []compile.Decl{}
+		out.Declarations = []ir.Decl{}
 	}
 	for _, t := range p.Tools {
 		out.Tools = append(out.Tools, inspectTool{
@@ -76,7 +77,7 @@ func toInspectJSON(p *compile.Program) inspectJSON {
 	for _, a := range p.Agents {
 		uses := a.Uses
 		if uses == nil {
-			uses = []compile.Use{}
+			uses = []ir.Use{}
 		}
 		out.Agents = append(out.Agents, inspectAgent{
 			Name: a.Name, Prompt: a.SystemPrompt(), Model: a.Model, Tools: a.Tools, ImplicitTools: a.ImplicitTools,
@@ -143,7 +144,7 @@ exit status is 2.`,
 }
 
 // writeInspectText prints the program for people.
-func writeInspectText(w io.Writer, p *compile.Program, st *diagStyle) {
+func writeInspectText(w io.Writer, p *ir.Program, st *diagStyle) {
 	fmt.Fprintf(w, "%s %s\n", st.bold.Sprint("program"), p.Hash)
 	fmt.Fprintf(w, "files: %s\n", strings.Join(p.Files, ", "))
 
@@ -161,7 +162,7 @@ func writeInspectText(w io.Writer, p *compile.Program, st *diagStyle) {
 			extra += ", idempotent"
 		}
 		body := string(t.Body.Kind) + " body"
-		if t.Body.Kind == compile.BodyBuiltin && t.Category != "" {
+		if t.Body.Kind == ir.BodyBuiltin && t.Category != "" {
 			body += " (" + t.Category + ")"
 		}
 		fmt.Fprintf(w, "  %s  risk %s, %s, timeout %ds, %s%s\n", st.bold.Sprint(t.Name), t.Risk, policy, t.Timeout, body, extra)
@@ -190,7 +191,7 @@ func writeInspectText(w io.Writer, p *compile.Program, st *diagStyle) {
 		}
 		fmt.Fprintf(w, "    tools: %s\n", tools)
 		for _, u := range a.Uses {
-			if u.Kind != compile.UseTool {
+			if u.Kind != ir.UseTool {
 				fmt.Fprintf(w, "    uses %s: %s\n", u.Kind, u.Name)
 			}
 		}

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime/mcptool"
 )
 
@@ -18,16 +18,16 @@ import (
 type agentTools struct {
 	// agent is the agent with MCP placeholders (legacy `tool X { mcp }`
 	// blocks, which stand for a whole server) removed from its tools.
-	agent *compile.Agent
+	agent *ir.Agent
 	// extra are the servers' tools.
-	extra []*compile.Tool
+	extra []*ir.Tool
 	mgr   *mcptool.Manager
 	log   io.Closer
 }
 
 // mcpSpecs are the MCP servers an agent uses, directly (uses mcp:"…") or
 // through legacy tool blocks, without duplicates, in a stable order.
-func mcpSpecs(prog *compile.Program, agent *compile.Agent) []string {
+func mcpSpecs(prog *ir.Program, agent *ir.Agent) []string {
 	seen := map[string]bool{}
 	var specs []string
 	add := func(s string) {
@@ -37,12 +37,12 @@ func mcpSpecs(prog *compile.Program, agent *compile.Agent) []string {
 		}
 	}
 	for _, u := range agent.Uses {
-		if u.Kind == compile.UseMCP {
+		if u.Kind == ir.UseMCP {
 			add(u.Name)
 		}
 	}
 	for _, name := range agent.Tools {
-		if t := prog.Tool(name); t != nil && t.Body.Kind == compile.BodyMCP {
+		if t := prog.Tool(name); t != nil && t.Body.Kind == ir.BodyMCP {
 			add(t.Body.MCP)
 		}
 	}
@@ -58,7 +58,7 @@ func mcpSpecs(prog *compile.Program, agent *compile.Agent) []string {
 // from the secrets tools may read. Connecting is bounded by connectTimeout
 // and by the run's deadline (nil: none), whichever comes first, so a server
 // that never answers cannot hold the run forever.
-func connectMCP(ctx context.Context, prog *compile.Program, agent *compile.Agent, wd, logPath string, sec *secretSet, connectTimeout time.Duration, deadline *time.Time) (*agentTools, error) {
+func connectMCP(ctx context.Context, prog *ir.Program, agent *ir.Agent, wd, logPath string, sec *secretSet, connectTimeout time.Duration, deadline *time.Time) (*agentTools, error) {
 	specs := mcpSpecs(prog, agent)
 	at := &agentTools{agent: agent}
 	if len(specs) == 0 {
@@ -88,7 +88,7 @@ func connectMCP(ctx context.Context, prog *compile.Program, agent *compile.Agent
 	filtered := *agent
 	filtered.Tools = nil
 	for _, name := range agent.Tools {
-		if t := prog.Tool(name); t != nil && t.Body.Kind == compile.BodyMCP {
+		if t := prog.Tool(name); t != nil && t.Body.Kind == ir.BodyMCP {
 			continue
 		}
 		filtered.Tools = append(filtered.Tools, name)
@@ -126,8 +126,8 @@ func (at *agentTools) close() {
 }
 
 // lookup finds a tool among the program's and the servers'.
-func (at *agentTools) lookup(prog *compile.Program) func(string) *compile.Tool {
-	return func(name string) *compile.Tool {
+func (at *agentTools) lookup(prog *ir.Program) func(string) *ir.Tool {
+	return func(name string) *ir.Tool {
 		if at != nil {
 			for _, t := range at.extra {
 				if t.Name == name {

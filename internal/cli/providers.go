@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime/provider"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 )
@@ -21,7 +21,7 @@ type resolvedProvider struct {
 // resolveProvider applies runtime.md section 10: the provider kind, the
 // model, then endpoint and key, first found wins. It never puts a key in an
 // error message.
-func resolveProvider(e *env, f *agentFlags, prog *compile.Program, agent *compile.Agent, sec *secretSet, onRetry func(int, error, time.Duration)) (*resolvedProvider, error) {
+func resolveProvider(e *env, f *agentFlags, prog *ir.Program, agent *ir.Agent, sec *secretSet, onRetry func(int, error, time.Duration)) (*resolvedProvider, error) {
 	timeouts, err := providerTimeouts(e)
 	if err != nil {
 		return nil, err
@@ -138,7 +138,7 @@ func or(s, def string) string {
 
 // withPolicies bounds each request of p by timeouts, then retries
 // transient failures (a timeout included) by the agent's retry policy.
-func withPolicies(p provider.Provider, timeouts provider.Timeouts, agent *compile.Agent, onRetry func(int, error, time.Duration)) provider.Provider {
+func withPolicies(p provider.Provider, timeouts provider.Timeouts, agent *ir.Agent, onRetry func(int, error, time.Duration)) provider.Provider {
 	return provider.WithRetry(provider.WithTimeouts(p, timeouts), retryPolicy(agent, onRetry))
 }
 
@@ -174,7 +174,7 @@ func providerTimeouts(e *env) (provider.Timeouts, error) {
 }
 
 // retryPolicy takes the agent's retry setting (default 3 retries).
-func retryPolicy(agent *compile.Agent, onRetry func(int, error, time.Duration)) provider.RetryPolicy {
+func retryPolicy(agent *ir.Agent, onRetry func(int, error, time.Duration)) provider.RetryPolicy {
 	p := provider.RetryPolicy{OnRetry: onRetry}
 	if agent.Retry == 0 {
 		p.Attempts = -1

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 )
@@ -59,7 +59,7 @@ func errorResult(code, msg string) *runResult {
 //
 // flags are the command-line flags that must be repeated on a resume (the
 // provider and store the run was started with), already shell-quoted.
-func resultOf(st *state.RunState, tool func(string) *compile.Tool, file, flags string) *runResult {
+func resultOf(st *state.RunState, tool func(string) *ir.Tool, file, flags string) *runResult {
 	id := st.ID
 	r := &runResult{
 		RunID:        &id,

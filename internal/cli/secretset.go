@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/secrets"
 )
 
@@ -31,7 +31,7 @@ type secretSet struct {
 // loadSecrets reads the program's secrets files (secrets.nxs beside the main
 // file and included .nxs files, as the compiler found them) and then
 // NEXA_SECRETS, which wins key by key.
-func loadSecrets(e *env, prog *compile.Program) (*secretSet, error) {
+func loadSecrets(e *env, prog *ir.Program) (*secretSet, error) {
 	paths := append([]string{}, prog.SecretFiles...)
 	if p := e.getenv("NEXA_SECRETS"); p != "" {
 		paths = append(paths, p)

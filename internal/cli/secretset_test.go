@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 )
 
 func TestToolSecretsNeverHoldAProviderKey(t *testing.T) {
@@ -27,7 +27,7 @@ config default {
 	e := &env{getenv: func(string) string { return "" }, environ: func() []string {
 		return []string{"PATH=/bin", "OTHER_API_KEY=env-other-key", "DATABASE_URL=postgres://u:db-password@h/db"}
 	}}
-	sec, err := loadSecrets(e, &compile.Program{SecretFiles: []string{path}})
+	sec, err := loadSecrets(e, &ir.Program{SecretFiles: []string{path}})
 	if err != nil {
 		t.Fatal(err)
 	}

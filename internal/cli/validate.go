@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 )
 
 func init() { register(newValidateCmd) }
@@ -45,7 +46,7 @@ compile errors or FILE does not exist, 1 when FILE cannot be read.`,
 					// agents bring in with uses std.NS
 					own, builtin := 0, 0
 					for _, t := range prog.Tools {
-						if t.Body.Kind == compile.BodyBuiltin {
+						if t.Body.Kind == ir.BodyBuiltin {
 							builtin++
 						} else {
 							own++

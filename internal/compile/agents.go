@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/lang"
 	"github.com/nexa-run/nexa/internal/stdlib"
 )
@@ -23,10 +24,10 @@ var agentDecorators = map[string][2]string{
 	"temperature": {"value", "temperature"},
 }
 
-func (c *compiler) compileAgent(ad *agentDecl, prog *Program) *Agent {
+func (c *compiler) compileAgent(ad *agentDecl, prog *ir.Program) *ir.Agent {
 	d := ad.decl
 	name := d.Name.Name
-	a := &Agent{
+	a := &ir.Agent{
 		Name: name, Retry: -1, ToolCallStrategy: "auto", File: ad.src.path, Line: d.Pos.Line,
 		Properties: map[string]any{}, Tools: []string{},
 	}
@@ -146,7 +147,7 @@ func exprText(cl *lang.Clause) string {
 }
 
 // agentProp applies a property with meaning for nexa agent.
-func (c *compiler) agentProp(a *Agent, key string, v *lang.Value) {
+func (c *compiler) agentProp(a *ir.Agent, key string, v *lang.Value) {
 	bad := func(want, hint string) {
 		c.errorAt(v.Pos, lang.CodeBadSetting, hint, "%s of agent %s must be %s, found %s", key, a.Name, want, describeValue(v))
 	}
@@ -258,7 +259,7 @@ func (c *compiler) agentProp(a *Agent, key string, v *lang.Value) {
 // httpAllow reads the list of internal hosts std.http may reach for this
 // agent; every entry must parse, so that a typo cannot silently leave a
 // host refused (or, worse, read as a broader rule than written).
-func (c *compiler) httpAllow(a *Agent, v *lang.Value) {
+func (c *compiler) httpAllow(a *ir.Agent, v *lang.Value) {
 	const hint = `write http_allow: ["localhost:8080", "10.0.0.5"] (host or host:port)`
 	if v.List == nil {
 		c.errorAt(v.Pos, lang.CodeBadSetting, hint, "http_allow of agent %s must be a list of hosts, found %s", a.Name, describeValue(v))
@@ -270,17 +271,17 @@ func (c *compiler) httpAllow(a *Agent, v *lang.Value) {
 			c.errorAt(it.Pos, lang.CodeBadSetting, hint, "http_allow of agent %s holds host strings, found %s", a.Name, describeValue(it.Value))
 			continue
 		}
-		host, port, err := ParseHTTPAllow(it.Value.Str.Value())
+		host, port, err := ir.ParseHTTPAllow(it.Value.Str.Value())
 		if err != nil {
 			c.errorAt(it.Pos, lang.CodeBadSetting, hint, "http_allow of agent %s: %v", a.Name, err)
 			continue
 		}
-		a.HTTPAllow = append(a.HTTPAllow, formatHTTPAllow(host, port))
+		a.HTTPAllow = append(a.HTTPAllow, ir.FormatHTTPAllow(host, port))
 	}
 }
 
 // resolveUses fills Uses and the exposed Tools of an agent.
-func (c *compiler) resolveUses(a *Agent, d *lang.Agent, prog *Program) {
+func (c *compiler) resolveUses(a *ir.Agent, d *lang.Agent, prog *ir.Program) {
 	toolNames := map[string]bool{}
 	for _, t := range c.tools {
 		toolNames[t.decl.DeclName()] = true
@@ -312,14 +313,14 @@ func (c *compiler) resolveUses(a *Agent, d *lang.Agent, prog *Program) {
 		case u.MCP != nil:
 			spec := u.MCP.Value()
 			c.checkMCPSpec(u.MCP.Pos, spec)
-			a.Uses = append(a.Uses, Use{Kind: UseMCP, Name: spec})
+			a.Uses = append(a.Uses, ir.Use{Kind: ir.UseMCP, Name: spec})
 		case u.File != nil:
-			a.Uses = append(a.Uses, Use{Kind: UseSkill, Name: u.File.Value()})
+			a.Uses = append(a.Uses, ir.Use{Kind: ir.UseSkill, Name: u.File.Value()})
 			c.warnAt(u.Pos, lang.CodeSkill, "skill documents give the agent no tools in nexa agent",
 				"skill document %q of agent %s accepted, no effect in nexa agent", u.File.Value(), a.Name)
 		case len(u.Path) >= 2 && u.Path[0] == "std":
 			entry := strings.Join(u.Path, ".")
-			a.Uses = append(a.Uses, Use{Kind: UseStd, Name: entry})
+			a.Uses = append(a.Uses, ir.Use{Kind: ir.UseStd, Name: entry})
 			if tools, ok := stdlib.Tools(entry); ok {
 				// std.NS: every tool of the namespace
 				for _, t := range tools {
@@ -359,7 +360,7 @@ func (c *compiler) resolveUses(a *Agent, d *lang.Agent, prog *Program) {
 			c.warnAt(u.Pos, lang.CodeUnknownTool, hint, "unknown built-in namespace `std.%s` in agent %s; it gives no tools", ns, a.Name)
 		default:
 			name := strings.Join(u.Path, ".")
-			a.Uses = append(a.Uses, Use{Kind: UseTool, Name: name})
+			a.Uses = append(a.Uses, ir.Use{Kind: ir.UseTool, Name: name})
 			if toolNames[name] {
 				exposed[name] = true
 				continue
@@ -429,7 +430,7 @@ func findBuiltin(tools []stdlib.Tool, name string) (stdlib.Tool, bool) {
 // after the program's own tools. A tool of the program with the name of
 // one of them is an error: the agents using the namespace would see two
 // tools of that name.
-func (c *compiler) addBuiltins(prog *Program) {
+func (c *compiler) addBuiltins(prog *ir.Program) {
 	if len(c.builtins) == 0 {
 		return
 	}
@@ -459,7 +460,7 @@ func (c *compiler) addBuiltins(prog *Program) {
 
 // builtinTool is the IR of a built-in tool: its declaration in stdlib, run
 // by the runtime's builtin executor.
-func builtinTool(d stdlib.Tool) *Tool {
+func builtinTool(d stdlib.Tool) *ir.Tool {
 	params := d.Parameters
 	var b bytes.Buffer
 	if json.Compact(&b, d.Parameters) == nil {
@@ -469,9 +470,9 @@ func builtinTool(d stdlib.Tool) *Tool {
 	if returns == "" {
 		returns = "string"
 	}
-	return &Tool{
+	return &ir.Tool{
 		Name: d.Name, Description: d.Description, Parameters: params, Returns: returns,
 		Risk: d.Risk, Timeout: d.Timeout, Idempotent: d.Idempotent, Category: d.Namespace,
-		Body: Body{Kind: BodyBuiltin},
+		Body: ir.Body{Kind: ir.BodyBuiltin},
 	}
 }

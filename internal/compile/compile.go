@@ -18,6 +18,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/lang"
 )
 
@@ -123,7 +124,7 @@ func MapFiles(files map[string]string) func(string) ([]byte, error) {
 // Compile compiles the program whose main file is path. It returns the
 // Program (nil when there are errors) and every diagnostic, errors and
 // warnings, sorted by file and position.
-func Compile(path string, opts Options) (*Program, Diagnostics) {
+func Compile(path string, opts Options) (*ir.Program, Diagnostics) {
 	c := newCompiler(opts)
 	c.load(path)
 	return c.finish()
@@ -151,7 +152,7 @@ type agentDecl struct {
 type protoDecl struct {
 	decl      *lang.Protocol
 	src       *source
-	schema    *obj
+	schema    *ir.Object
 	resolving bool
 }
 
@@ -175,7 +176,7 @@ type compiler struct {
 	seen        map[string]map[string]lang.Decl // kind → name → first declaration
 	declSrc     map[lang.Decl]*source
 	incTarget   map[*lang.Include]*source // where each include resolved
-	decls       []Decl
+	decls       []ir.Decl
 	secrets     []string
 	secretKeys  map[string]bool // identities of the secrets files listed
 	config      string
@@ -403,26 +404,26 @@ func isDirErr(err error) bool {
 }
 
 // finish runs the checks over all loaded declarations and builds the IR.
-func (c *compiler) finish() (*Program, Diagnostics) {
+func (c *compiler) finish() (*ir.Program, Diagnostics) {
 	c.collect()
-	prog := &Program{Tools: []*Tool{}, Agents: []*Agent{}, Protocols: []*Protocol{}, Decls: c.decls}
+	prog := &ir.Program{Tools: []*ir.Tool{}, Agents: []*ir.Agent{}, Protocols: []*ir.Protocol{}, Decls: c.decls}
 	for _, s := range c.sources {
 		prog.Files = append(prog.Files, s.path)
 	}
 	for _, p := range c.protos {
 		sch := c.protocolSchema(p, p.decl.Pos)
-		prog.Protocols = append(prog.Protocols, &Protocol{
-			Name: p.decl.DeclName(), Schema: compactJSON(sch), File: p.src.path, Line: p.decl.Pos.Line,
+		prog.Protocols = append(prog.Protocols, &ir.Protocol{
+			Name: p.decl.DeclName(), Schema: ir.CanonicalJSON(sch), File: p.src.path, Line: p.decl.Pos.Line,
 		})
 	}
-	for _, ir := range c.compileTools() {
-		if ir != nil {
-			prog.Tools = append(prog.Tools, ir)
+	for _, t := range c.compileTools() {
+		if t != nil {
+			prog.Tools = append(prog.Tools, t)
 		}
 	}
 	for _, a := range c.agents {
-		if ir := c.compileAgent(a, prog); ir != nil {
-			prog.Agents = append(prog.Agents, ir)
+		if t := c.compileAgent(a, prog); t != nil {
+			prog.Agents = append(prog.Agents, t)
 		}
 	}
 	c.addBuiltins(prog)
@@ -479,7 +480,7 @@ func (c *compiler) collectFile(s *source) {
 		kind := d.DeclKind()
 		name := d.DeclName()
 		if kind != "include" {
-			c.decls = append(c.decls, Decl{Kind: kind, Name: name, File: s.path, Line: d.DeclPos().Line})
+			c.decls = append(c.decls, ir.Decl{Kind: kind, Name: name, File: s.path, Line: d.DeclPos().Line})
 		}
 		if uc, ok := d.(*lang.UseConfig); ok && c.config == "" {
 			c.config = uc.DeclName()
@@ -503,7 +504,7 @@ func (c *compiler) collectFile(s *source) {
 			// add errors to the syntax error already reported
 			switch v.Kind {
 			case "protocol":
-				c.protocols[name] = &protoDecl{decl: &lang.Protocol{Pos: v.Pos, Name: &lang.Name{Pos: v.NameAt, Name: name}}, src: s, schema: newObj().set("type", "object")}
+				c.protocols[name] = &protoDecl{decl: &lang.Protocol{Pos: v.Pos, Name: &lang.Name{Pos: v.NameAt, Name: name}}, src: s, schema: ir.NewObject().Set("type", "object")}
 			case "tool":
 				c.brokenTools = append(c.brokenTools, name)
 			}

@@ -8,11 +8,12 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/lang"
 )
 
 // build compiles in-memory files; main is the main file's name.
-func build(t *testing.T, main string, files map[string]string, nexaPath ...string) (*Program, Diagnostics) {
+func build(t *testing.T, main string, files map[string]string, nexaPath ...string) (*ir.Program, Diagnostics) {
 	t.Helper()
 	opts := Options{ReadFile: MapFiles(files)}
 	if len(nexaPath) > 0 {
@@ -22,7 +23,7 @@ func build(t *testing.T, main string, files map[string]string, nexaPath ...strin
 }
 
 // mustBuild compiles a single file and fails the test on any error.
-func mustBuild(t *testing.T, src string) *Program {
+func mustBuild(t *testing.T, src string) *ir.Program {
 	t.Helper()
 	prog, diags := build(t, "main.nx", map[string]string{"main.nx": src})
 	if diags.HasErrors() {
@@ -68,7 +69,7 @@ func dump(ds Diagnostics) string {
 
 // checkSchemas compiles every generated schema with a JSON Schema
 // validator, so that what the model receives is a valid schema.
-func checkSchemas(t *testing.T, p *Program) {
+func checkSchemas(t *testing.T, p *ir.Program) {
 	t.Helper()
 	check := func(name string, raw json.RawMessage) {
 		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
@@ -117,7 +118,7 @@ func TestReviewExample(t *testing.T) {
 	if string(tl.Parameters) != want {
 		t.Errorf("schema\n got %s\nwant %s", tl.Parameters, want)
 	}
-	if tl.Body.Kind != BodyPython || tl.Body.Python != "return content" {
+	if tl.Body.Kind != ir.BodyPython || tl.Body.Python != "return content" {
 		t.Errorf("body = %+v", tl.Body)
 	}
 	a := p.Agent("Reviewer")
@@ -354,7 +355,7 @@ agent A uses t1, std.fs, mcp:"stdio:python3 server.py", "skills/review.md" { pro
 		t.Fatal(diags.Err())
 	}
 	a := p.Agent("A")
-	want := []Use{{UseTool, "t1"}, {UseStd, "std.fs"}, {UseMCP, "stdio:python3 server.py"}, {UseSkill, "skills/review.md"}}
+	want := []ir.Use{{Kind: ir.UseTool, Name: "t1"}, {Kind: ir.UseStd, Name: "std.fs"}, {Kind: ir.UseMCP, Name: "stdio:python3 server.py"}, {Kind: ir.UseSkill, Name: "skills/review.md"}}
 	if len(a.Uses) != len(want) {
 		t.Fatalf("uses = %v", a.Uses)
 	}
@@ -551,10 +552,10 @@ func TestNativeBodies(t *testing.T) {
     return
 }`)
 	body := p.Tool("t").Body
-	if body.Kind != BodyNative || len(body.Native) != 3 {
+	if body.Kind != ir.BodyNative || len(body.Native) != 3 {
 		t.Fatalf("body = %+v", body)
 	}
-	b := canonicalJSON(stmtsJSON(body.Native))
+	b := ir.CanonicalJSON(ir.StmtsJSON(body.Native))
 	want := `[{"kind":"assign","name":"x","value":{"kind":"binary","op":"+","l":{"kind":"literal","value":"a"},"r":{"kind":"name","name":"q"}}},{"kind":"if","cond":{"kind":"binary","op":">","l":{"kind":"name","name":"n"},"r":{"kind":"literal","value":1}},"then":[{"kind":"return","value":{"kind":"name","name":"x"}}],"else":[{"kind":"if","cond":{"kind":"binary","op":"==","l":{"kind":"name","name":"n"},"r":{"kind":"literal","value":1}},"then":[{"kind":"return","value":{"kind":"literal","value":"one"}}],"else":[{"kind":"print","value":{"kind":"name","name":"x"}}]}]},{"kind":"return","value":null}]`
 	if string(b) != want {
 		t.Errorf("native\n got %s\nwant %s", b, want)
@@ -711,7 +712,7 @@ func TestRemoveMargin(t *testing.T) {
 		"  a\r\n  b":           "a\nb",
 	}
 	for in, want := range cases {
-		if got := RemoveMargin(in); got != want {
+		if got := ir.RemoveMargin(in); got != want {
 			t.Errorf("RemoveMargin(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -7,13 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nexa-run/nexa/internal/ir"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // irDump is everything a Program holds, for golden files: the fields the
 // JSON tags of the IR leave out included.
-func irDump(p *Program) map[string]any {
+func irDump(p *ir.Program) map[string]any {
 	tools := []any{}
 	for _, t := range p.Tools {
 		pyFile := t.Body.PythonFile

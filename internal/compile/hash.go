@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+
+	"github.com/nexa-run/nexa/internal/ir"
 )
 
 // hashVersion changes whenever the canonical encoding changes, so that an
@@ -17,8 +19,8 @@ const hashVersion = "nexa-ir-1"
 // left out (they depend on the machine and on how the file was named);
 // declarations name their file by its index in Files. Tests and tools use
 // it to see what the hash depends on.
-func CanonicalIR(p *Program) ([]byte, error) {
-	return canonicalJSON(canonicalForm(p)), nil
+func CanonicalIR(p *ir.Program) ([]byte, error) {
+	return ir.CanonicalJSON(canonicalForm(p)), nil
 }
 
 // The canonical IR. Field order is part of the encoding, and so of every
@@ -92,12 +94,12 @@ type (
 )
 
 // canonicalForm is the program as the canonical IR shows it.
-func canonicalForm(p *Program) *irProgram {
+func canonicalForm(p *ir.Program) *irProgram {
 	fileIdx := make(map[string]int, len(p.Files))
 	for i, f := range p.Files {
 		fileIdx[f] = i
 	}
-	ir := &irProgram{
+	cf := &irProgram{
 		Version: hashVersion, ActiveConfig: p.ActiveConfig,
 		Tools:     make([]irTool, len(p.Tools)),
 		Agents:    make([]irAgent, len(p.Agents)),
@@ -105,14 +107,14 @@ func canonicalForm(p *Program) *irProgram {
 		Decls:     make([]irDecl, len(p.Decls)),
 	}
 	for i, t := range p.Tools {
-		ir.Tools[i] = irTool{
+		cf.Tools[i] = irTool{
 			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Returns: t.Returns,
 			Risk: t.Risk, RequiresApproval: t.RequiresApproval, Sandbox: t.Sandbox, Timeout: t.Timeout,
 			Idempotent: t.Idempotent, Category: t.Category,
 			Body: irBody{
 				Kind: string(t.Body.Kind), Python: t.Body.Python,
 				PythonFile: relToMain(p, t.Body.PythonFile), MCP: t.Body.MCP,
-				Native: stmtsJSON(t.Body.Native),
+				Native: ir.StmtsJSON(t.Body.Native),
 			},
 		}
 	}
@@ -121,7 +123,7 @@ func canonicalForm(p *Program) *irProgram {
 		for j, u := range a.Uses {
 			uses[j] = irUse{Kind: string(u.Kind), Name: u.Name}
 		}
-		ir.Agents[i] = irAgent{
+		cf.Agents[i] = irAgent{
 			Name: a.Name, Prompt: a.Prompt, Role: a.Role, Model: a.Model, ModelFallbacks: a.ModelFallbacks,
 			Tools: a.Tools, ImplicitTools: a.ImplicitTools, Uses: uses, Implements: a.Implements,
 			Returns: a.Returns, MaxToolCalls: a.MaxToolCalls, ToolCallStrategy: a.ToolCallStrategy,
@@ -131,17 +133,17 @@ func canonicalForm(p *Program) *irProgram {
 		}
 	}
 	for i, pr := range p.Protocols {
-		ir.Protocols[i] = irProtocol{Name: pr.Name, Schema: pr.Schema}
+		cf.Protocols[i] = irProtocol{Name: pr.Name, Schema: pr.Schema}
 	}
 	for i, d := range p.Decls {
-		ir.Decls[i] = irDecl{Kind: d.Kind, Name: d.Name, File: fileIdx[d.File], Line: d.Line}
+		cf.Decls[i] = irDecl{Kind: d.Kind, Name: d.Name, File: fileIdx[d.File], Line: d.Line}
 	}
-	return ir
+	return cf
 }
 
 // relToMain makes a path relative to the main file's directory when it is
 // under it, so that the hash does not depend on where the program lives.
-func relToMain(p *Program, path string) string {
+func relToMain(p *ir.Program, path string) string {
 	if path == "" || len(p.Files) == 0 {
 		return path
 	}
@@ -151,11 +153,11 @@ func relToMain(p *Program, path string) string {
 // hash computes Program.Hash: sha256 over the canonical IR followed by the
 // length and bytes of every source file in program order (and the bytes of
 // legacy python: files, which are source too).
-func (c *compiler) hash(p *Program) string {
-	ir := canonicalJSON(canonicalForm(p))
+func (c *compiler) hash(p *ir.Program) string {
+	cf := ir.CanonicalJSON(canonicalForm(p))
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%d\n", hashVersion, len(ir))
-	h.Write(ir)
+	fmt.Fprintf(h, "%s\n%d\n", hashVersion, len(cf))
+	h.Write(cf)
 	for _, s := range c.sources {
 		fmt.Fprintf(h, "\nsource %d\n", len(s.data))
 		h.Write(s.data)

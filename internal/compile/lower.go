@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/lang"
 )
 
@@ -26,8 +27,8 @@ func (l *lowerer) unsupported(pos lang.Position, construct string) {
 		"%s is not supported in a native tool body", construct)
 }
 
-func (l *lowerer) block(stmts []*lang.Stmt) []Stmt {
-	var out []Stmt
+func (l *lowerer) block(stmts []*lang.Stmt) []ir.Stmt {
+	var out []ir.Stmt
 	for _, s := range stmts {
 		if st := l.stmt(s); st != nil {
 			out = append(out, st)
@@ -36,16 +37,16 @@ func (l *lowerer) block(stmts []*lang.Stmt) []Stmt {
 	return out
 }
 
-func (l *lowerer) stmt(s *lang.Stmt) Stmt {
+func (l *lowerer) stmt(s *lang.Stmt) ir.Stmt {
 	switch {
 	case s.Return != nil:
-		var v Expr
+		var v ir.Expr
 		if s.Return.Value != nil {
 			v = l.expr(s.Return.Value)
 		}
-		return &ReturnStmt{Value: v, Line: s.Pos.Line}
+		return &ir.ReturnStmt{Value: v, Line: s.Pos.Line}
 	case s.Print != nil:
-		return &PrintStmt{Value: l.expr(s.Print.Value), Line: s.Pos.Line}
+		return &ir.PrintStmt{Value: l.expr(s.Print.Value), Line: s.Pos.Line}
 	case s.If != nil:
 		return l.ifStmt(s.If)
 	case s.Other != nil:
@@ -71,7 +72,7 @@ func (l *lowerer) stmt(s *lang.Stmt) Stmt {
 
 // assign lowers `name = EXPR` (and `+=`, `-=`); the target must be a
 // plain name.
-func (l *lowerer) assign(a *lang.ExprStmt, line int) Stmt {
+func (l *lowerer) assign(a *lang.ExprStmt, line int) ir.Stmt {
 	name, ok := targetName(a.X)
 	if !ok {
 		l.unsupported(a.Pos, "assignment to anything but a plain name")
@@ -82,10 +83,10 @@ func (l *lowerer) assign(a *lang.ExprStmt, line int) Stmt {
 		if !l.scope[name] {
 			l.unknownName(a.Pos, name)
 		}
-		v = &Binary{Op: a.Op[:1], L: &Name{Name: name}, R: v}
+		v = &ir.Binary{Op: a.Op[:1], L: &ir.Name{Name: name}, R: v}
 	}
 	l.scope[name] = true
-	return &AssignStmt{Name: name, Value: v, Line: line}
+	return &ir.AssignStmt{Name: name, Value: v, Line: line}
 }
 
 // targetName returns the name when the expression is exactly one name.
@@ -107,12 +108,12 @@ func isCall(e *lang.Expr) bool {
 
 // ifStmt lowers an if/else-if/else chain into nested IfStmts (the nesting
 // is as deep as the chain is long, so long chains are refused).
-func (l *lowerer) ifStmt(s *lang.IfStmt) Stmt {
+func (l *lowerer) ifStmt(s *lang.IfStmt) ir.Stmt {
 	if len(s.Arms) > maxElseArms {
 		l.unsupported(s.Pos, fmt.Sprintf("an if chain with more than %d else arms", maxElseArms))
 		return nil
 	}
-	st := &IfStmt{Cond: l.expr(s.Cond), Then: l.block(s.Then.Stmts), Line: s.Pos.Line}
+	st := &ir.IfStmt{Cond: l.expr(s.Cond), Then: l.block(s.Then.Stmts), Line: s.Pos.Line}
 	cur := st
 	for i, arm := range s.Arms {
 		if arm.Cond == nil {
@@ -123,8 +124,8 @@ func (l *lowerer) ifStmt(s *lang.IfStmt) Stmt {
 			cur.Else = l.block(arm.Then.Stmts)
 			break
 		}
-		next := &IfStmt{Cond: l.expr(arm.Cond), Then: l.block(arm.Then.Stmts), Line: arm.Pos.Line}
-		cur.Else = []Stmt{next}
+		next := &ir.IfStmt{Cond: l.expr(arm.Cond), Then: l.block(arm.Then.Stmts), Line: arm.Pos.Line}
+		cur.Else = []ir.Stmt{next}
 		cur = next
 	}
 	return st
@@ -164,16 +165,16 @@ var unsupportedOps = map[string]string{
 
 // expr lowers a flat operator chain with precedence climbing (iterative,
 // via an operand and an operator stack).
-func (l *lowerer) expr(e *lang.Expr) Expr {
+func (l *lowerer) expr(e *lang.Expr) ir.Expr {
 	if e == nil {
-		return &Literal{}
+		return &ir.Literal{}
 	}
 	if len(e.Ops) > maxExprOps {
 		l.c.errorAt(e.Pos, lang.CodeUnsupported, "split it into several assignments",
 			"expression with more than %d operators", maxExprOps)
-		return &Literal{}
+		return &ir.Literal{}
 	}
-	operands := []Expr{l.unary(e.Left)}
+	operands := []ir.Expr{l.unary(e.Left)}
 	var ops []string
 	reduce := func() {
 		op := ops[len(ops)-1]
@@ -187,7 +188,7 @@ func (l *lowerer) expr(e *lang.Expr) Expr {
 		case "or":
 			op = "||"
 		}
-		operands = append(operands, &Binary{Op: op, L: lft, R: r})
+		operands = append(operands, &ir.Binary{Op: op, L: lft, R: r})
 	}
 	for _, b := range e.Ops {
 		if what, bad := unsupportedOps[b.Op]; bad {
@@ -206,9 +207,9 @@ func (l *lowerer) expr(e *lang.Expr) Expr {
 	return operands[0]
 }
 
-func (l *lowerer) unary(u *lang.Unary) Expr {
+func (l *lowerer) unary(u *lang.Unary) ir.Expr {
 	if u == nil || u.X == nil {
-		return &Literal{}
+		return &ir.Literal{}
 	}
 	x := l.postfix(u.X)
 	for i := len(u.Ops) - 1; i >= 0; i-- {
@@ -216,12 +217,12 @@ func (l *lowerer) unary(u *lang.Unary) Expr {
 		if op == "not" {
 			op = "!"
 		}
-		x = &Unary{Op: op, X: x}
+		x = &ir.Unary{Op: op, X: x}
 	}
 	return x
 }
 
-func (l *lowerer) postfix(p *lang.Postfix) Expr {
+func (l *lowerer) postfix(p *lang.Postfix) ir.Expr {
 	// a call is reported as such, not as an unknown function name
 	for _, s := range p.Suffixes {
 		if s.Call != nil {
@@ -230,14 +231,14 @@ func (l *lowerer) postfix(p *lang.Postfix) Expr {
 				what = fmt.Sprintf("a function call (`%s(…)`)", *p.Primary.Name)
 			}
 			l.unsupported(p.Pos, what)
-			return &Literal{}
+			return &ir.Literal{}
 		}
 	}
 	x := l.primary(p.Primary)
 	for _, s := range p.Suffixes {
 		switch {
 		case s.Member != nil:
-			x = &Member{X: x, Name: *s.Member}
+			x = &ir.Member{X: x, Name: *s.Member}
 		case s.Index != nil:
 			l.unsupported(s.Pos, "indexing with `[…]`")
 		}
@@ -245,30 +246,30 @@ func (l *lowerer) postfix(p *lang.Postfix) Expr {
 	return x
 }
 
-func (l *lowerer) primary(p *lang.Primary) Expr {
+func (l *lowerer) primary(p *lang.Primary) ir.Expr {
 	switch {
 	case p == nil:
-		return &Literal{}
+		return &ir.Literal{}
 	case p.Number != nil:
-		return &Literal{Value: numberValue(*p.Number, false)}
+		return &ir.Literal{Value: numberValue(*p.Number, false)}
 	case p.Str != nil:
 		return l.interp(p.Str)
 	case p.Bool != nil:
-		return &Literal{Value: *p.Bool == "true"}
+		return &ir.Literal{Value: *p.Bool == "true"}
 	case p.Null:
-		return &Literal{}
+		return &ir.Literal{}
 	case p.Name != nil:
 		if !l.scope[*p.Name] {
 			l.unknownName(p.Pos, *p.Name)
 		}
-		return &Name{Name: *p.Name}
+		return &ir.Name{Name: *p.Name}
 	case p.Paren != nil:
 		return l.expr(p.Paren)
 	case p.List != nil:
 		l.unsupported(p.Pos, "a list literal")
-		return &Literal{}
+		return &ir.Literal{}
 	}
-	return &Literal{}
+	return &ir.Literal{}
 }
 
 // numberValue reads a number token as int64 when it is a whole number that
@@ -291,16 +292,16 @@ func numberValue(text string, neg bool) any {
 
 // interp lowers a string literal with `#{a.b}` parts. `\#{` is a literal
 // `#{`. Inside `#{…}` only a name or dotted path is supported.
-func (l *lowerer) interp(s *lang.StringLit) Expr {
+func (l *lowerer) interp(s *lang.StringLit) ir.Expr {
 	text := s.Value()
 	if s.Triple() || !strings.Contains(text, "#{") {
-		return &Literal{Value: text}
+		return &ir.Literal{Value: text}
 	}
-	var parts []InterpPart
+	var parts []ir.InterpPart
 	var buf strings.Builder
 	flush := func() {
 		if buf.Len() > 0 {
-			parts = append(parts, InterpPart{Text: buf.String()})
+			parts = append(parts, ir.InterpPart{Text: buf.String()})
 			buf.Reset()
 		}
 	}
@@ -337,18 +338,18 @@ func (l *lowerer) interp(s *lang.StringLit) Expr {
 		if !l.scope[path[0]] {
 			l.unknownName(s.Pos, path[0])
 		}
-		var x Expr = &Name{Name: path[0]}
+		var x ir.Expr = &ir.Name{Name: path[0]}
 		for _, seg := range path[1:] {
-			x = &Member{X: x, Name: seg}
+			x = &ir.Member{X: x, Name: seg}
 		}
-		parts = append(parts, InterpPart{Expr: x})
+		parts = append(parts, ir.InterpPart{Expr: x})
 		i += 2 + end
 	}
 	flush()
 	if len(parts) == 1 && parts[0].Expr == nil {
-		return &Literal{Value: parts[0].Text}
+		return &ir.Literal{Value: parts[0].Text}
 	}
-	return &Interp{Parts: parts}
+	return &ir.Interp{Parts: parts}
 }
 
 func isIdent(s string) bool {

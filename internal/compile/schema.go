@@ -6,71 +6,21 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/lang"
 )
-
-// obj is a JSON object that keeps its keys in insertion order, so that
-// generated schemas read in a natural order (type first, properties in
-// declaration order) and encode the same bytes on every run. Objects are
-// small, so a slice with linear lookup beats a map, and the first few
-// members live inside the object (one allocation for a typical schema).
-//
-// Schemas returned by resolveType may be shared (the primitive schemas
-// below, protocol schemas): clone one before changing it.
-type obj struct {
-	m      []member
-	inline [4]member
-}
-
-// member is one key and value of an obj.
-type member struct {
-	k string
-	v any
-}
-
-func newObj() *obj {
-	o := &obj{}
-	o.m = o.inline[:0]
-	return o
-}
-
-func (o *obj) set(k string, v any) *obj {
-	for i := range o.m {
-		if o.m[i].k == k {
-			o.m[i].v = v
-			return o
-		}
-	}
-	o.m = append(o.m, member{k, v})
-	return o
-}
-
-func (o *obj) get(k string) (any, bool) {
-	for i := range o.m {
-		if o.m[i].k == k {
-			return o.m[i].v, true
-		}
-	}
-	return nil, false
-}
-
-func (o *obj) clone() *obj {
-	c := &obj{}
-	c.m = append(c.inline[:0], o.m...)
-	return c
-}
 
 // The schemas of the primitive types, shared by every use (never changed:
 // see obj), and their nullable forms.
 var (
-	schemaString      = newObj().set("type", "string")
-	schemaInteger     = newObj().set("type", "integer")
-	schemaNumber      = newObj().set("type", "number")
-	schemaBoolean     = newObj().set("type", "boolean")
-	schemaNull        = newObj().set("type", "null")
-	schemaAny         = newObj()
-	nullableSchemas   = map[*obj]*obj{}
-	primitiveNullable = []*obj{schemaString, schemaInteger, schemaNumber, schemaBoolean, schemaNull}
+	schemaString      = ir.NewObject().Set("type", "string")
+	schemaInteger     = ir.NewObject().Set("type", "integer")
+	schemaNumber      = ir.NewObject().Set("type", "number")
+	schemaBoolean     = ir.NewObject().Set("type", "boolean")
+	schemaNull        = ir.NewObject().Set("type", "null")
+	schemaAny         = ir.NewObject()
+	nullableSchemas   = map[*ir.Object]*ir.Object{}
+	primitiveNullable = []*ir.Object{schemaString, schemaInteger, schemaNumber, schemaBoolean, schemaNull}
 )
 
 func init() {
@@ -87,7 +37,7 @@ func (t typeCtx) String() string { return t[0] + t[1] + t[2] + t[3] }
 
 // typeInfo is a resolved type: its schema and whether null is allowed.
 type typeInfo struct {
-	schema   *obj
+	schema   *ir.Object
 	optional bool
 }
 
@@ -96,7 +46,7 @@ type typeInfo struct {
 // (list, dict, Option, Result), whose schemas resolveTerm builds from their
 // arguments. Resolution, the "takes no type arguments" check and the
 // suggestions for an unknown name all read this one table.
-var builtinTypes = map[string]*obj{
+var builtinTypes = map[string]*ir.Object{
 	"string": schemaString, "str": schemaString,
 	"int": schemaInteger, "integer": schemaInteger,
 	"float": schemaNumber, "number": schemaNumber,
@@ -139,7 +89,7 @@ func (c *compiler) resolveType(t *lang.TypeExpr, ctx typeCtx) typeInfo {
 	for _, a := range alts {
 		schemas = append(schemas, a.schema)
 	}
-	return typeInfo{schema: newObj().set("anyOf", schemas), optional: optional}
+	return typeInfo{schema: ir.NewObject().Set("anyOf", schemas), optional: optional}
 }
 
 func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
@@ -168,29 +118,29 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 				"type `%s` takes no type arguments", name)
 		}
 	case name == "list":
-		ti.schema = newObj().set("type", "array")
+		ti.schema = ir.NewObject().Set("type", "array")
 		if len(args) > 1 {
 			c.errorAt(pos, lang.CodeUnknownType, "write list[T]", "list takes one type argument, found %d", len(args))
 		}
 		if len(args) >= 1 {
 			item := c.resolveType(args[0], ctx)
-			ti.schema.set("items", nullable(item))
+			ti.schema.Set("items", nullable(item))
 		}
 	case name == "dict":
-		ti.schema = newObj().set("type", "object")
+		ti.schema = ir.NewObject().Set("type", "object")
 		switch len(args) {
 		case 0:
 		case 2:
 			k := c.resolveType(args[0], ctx)
-			if tv, _ := k.schema.get("type"); tv != "string" {
+			if tv, _ := k.schema.Get("type"); tv != "string" {
 				c.errorAt(args[0].Pos, lang.CodeUnknownType, "JSON object keys are strings: write dict[str, V]",
 					"dictionary keys must be strings, found %s", args[0].String())
 			}
 			v := c.resolveType(args[1], ctx)
-			ti.schema.set("additionalProperties", nullable(v))
+			ti.schema.Set("additionalProperties", nullable(v))
 		case 1:
 			v := c.resolveType(args[0], ctx)
-			ti.schema.set("additionalProperties", nullable(v))
+			ti.schema.Set("additionalProperties", nullable(v))
 		default:
 			c.errorAt(pos, lang.CodeUnknownType, "write dict or dict[K, V]", "dict takes two type arguments, found %d", len(args))
 		}
@@ -203,7 +153,7 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 		}
 		ok := c.resolveType(args[0], ctx)
 		bad := c.resolveType(args[1], ctx)
-		ti.schema = newObj().set("anyOf", []any{nullable(ok), nullable(bad)})
+		ti.schema = ir.NewObject().Set("anyOf", []any{nullable(ok), nullable(bad)})
 	case name == "Option" || name == "Optional":
 		if len(args) != 1 {
 			c.errorAt(pos, lang.CodeUnknownType, "write Option[T]", "%s takes one type argument, found %d", name, len(args))
@@ -237,7 +187,7 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 }
 
 // nullable returns the schema of a type that may also be null when optional.
-func nullable(ti typeInfo) *obj {
+func nullable(ti typeInfo) *ir.Object {
 	if !ti.optional {
 		return ti.schema
 	}
@@ -248,23 +198,23 @@ func nullable(ti typeInfo) *obj {
 }
 
 // nullableOf is the schema s with null allowed.
-func nullableOf(s *obj) *obj {
-	if tv, ok := s.get("type"); ok {
+func nullableOf(s *ir.Object) *ir.Object {
+	if tv, ok := s.Get("type"); ok {
 		if ts, ok := tv.(string); ok {
-			out := s.clone()
-			out.set("type", []string{ts, "null"})
+			out := s.Clone()
+			out.Set("type", []string{ts, "null"})
 			return out
 		}
 	}
-	if _, ok := s.get("anyOf"); ok && len(s.m) == 1 {
-		alts, _ := s.get("anyOf")
+	if _, ok := s.Get("anyOf"); ok && s.Len() == 1 {
+		alts, _ := s.Get("anyOf")
 		list := append([]any{}, alts.([]any)...)
-		return newObj().set("anyOf", append(list, newObj().set("type", "null")))
+		return ir.NewObject().Set("anyOf", append(list, ir.NewObject().Set("type", "null")))
 	}
-	if len(s.m) == 0 {
+	if s.Len() == 0 {
 		return s // any: null included
 	}
-	return newObj().set("anyOf", []any{s, newObj().set("type", "null")})
+	return ir.NewObject().Set("anyOf", []any{s, ir.NewObject().Set("type", "null")})
 }
 
 // parseQuotedType reads the type inside a quoted type name.
@@ -280,30 +230,30 @@ func (c *compiler) parseQuotedType(s *lang.StringLit) (*lang.TypeExpr, bool) {
 
 // protocolSchema returns the object schema of a protocol, computing it once;
 // a protocol that contains itself is an error.
-func (c *compiler) protocolSchema(p *protoDecl, at lang.Position) *obj {
+func (c *compiler) protocolSchema(p *protoDecl, at lang.Position) *ir.Object {
 	if p.schema != nil {
 		return p.schema
 	}
 	if p.resolving {
 		c.errorAt(at, lang.CodeUnknownType, "use a list or an optional field for recursive data, or flatten it",
 			"protocol %s contains itself", p.decl.DeclName())
-		return newObj().set("type", "object")
+		return ir.NewObject().Set("type", "object")
 	}
 	p.resolving = true
-	props := newObj()
+	props := ir.NewObject()
 	required := []string{}
 	for _, f := range p.decl.Fields {
 		name := f.Key.Name()
-		if _, dup := props.get(name); dup {
+		if _, dup := props.Get(name); dup {
 			c.errorAt(f.Pos, lang.CodeDuplicate, "remove one of them", "field `%s` appears twice in protocol %s", name, p.decl.DeclName())
 			continue
 		}
 		ti := c.resolveType(f.Type, typeCtx{"field ", name, " of protocol ", p.decl.DeclName()})
-		props.set(name, nullable(ti))
+		props.Set(name, nullable(ti))
 		required = append(required, name)
 	}
-	p.schema = newObj().set("type", "object").set("properties", props).
-		set("required", required).set("additionalProperties", false)
+	p.schema = ir.NewObject().Set("type", "object").Set("properties", props).
+		Set("required", required).Set("additionalProperties", false)
 	p.resolving = false
 	return p.schema
 }
@@ -321,7 +271,7 @@ func (c *compiler) aliasType(a *aliasDecl, at lang.Position, ctx typeCtx) typeIn
 	defer func() { c.aliasStack = c.aliasStack[:len(c.aliasStack)-1] }()
 	ti := c.resolveType(a.decl.Type, ctx)
 	if a.decl.Constraint != nil {
-		ti.schema = ti.schema.clone().set("description", a.decl.Constraint.Value())
+		ti.schema = ti.schema.Clone().Set("description", a.decl.Constraint.Value())
 	}
 	return ti
 }
@@ -333,7 +283,7 @@ func (c *compiler) defaultJSON(v *lang.Value, ti typeInfo, param string) (any, b
 	if !ok {
 		return nil, false
 	}
-	want, _ := ti.schema.get("type")
+	want, _ := ti.schema.Get("type")
 	wantS, _ := want.(string)
 	okType := true
 	switch wantS {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/lang"
 	"github.com/nexa-run/nexa/internal/stdlib"
 )
@@ -38,7 +39,7 @@ agent A uses t1, std.fs { prompt: "p" }`)
 	if strings.Join(a.Tools, ",") != strings.Join(want, ",") {
 		t.Errorf("tools = %v, want %v", a.Tools, want)
 	}
-	if len(a.Uses) != 2 || a.Uses[1] != (Use{UseStd, "std.fs"}) {
+	if len(a.Uses) != 2 || a.Uses[1] != (ir.Use{Kind: ir.UseStd, Name: "std.fs"}) {
 		t.Errorf("uses = %v", a.Uses)
 	}
 	fsTools, _ := stdlib.Tools("std.fs")
@@ -47,7 +48,7 @@ agent A uses t1, std.fs { prompt: "p" }`)
 	}
 	for i, d := range fsTools {
 		got := p.Tools[1+i]
-		if got.Name != d.Name || got.Body.Kind != BodyBuiltin || got.Category != "std.fs" || got.Returns != "string" ||
+		if got.Name != d.Name || got.Body.Kind != ir.BodyBuiltin || got.Category != "std.fs" || got.Returns != "string" ||
 			got.Risk != d.Risk || got.Timeout != d.Timeout || got.Idempotent != d.Idempotent || got.Description != d.Description {
 			t.Errorf("tool %d = %+v, want the declaration of %s", 1+i, got, d.Name)
 		}
@@ -123,7 +124,7 @@ func TestSingleBuiltinUses(t *testing.T) {
 	if strings.Join(a.Tools, ",") != "file_read,http_get" {
 		t.Errorf("tools = %v", a.Tools)
 	}
-	if want := []Use{{UseStd, "std.fs.file_read"}, {UseTool, "http_get"}}; len(a.Uses) != 2 || a.Uses[0] != want[0] || a.Uses[1] != want[1] {
+	if want := []ir.Use{{Kind: ir.UseStd, Name: "std.fs.file_read"}, {Kind: ir.UseTool, Name: "http_get"}}; len(a.Uses) != 2 || a.Uses[0] != want[0] || a.Uses[1] != want[1] {
 		t.Errorf("uses = %v, want %v", a.Uses, want)
 	}
 	if len(p.Tools) != 2 || p.Tools[0].Name != "file_read" || p.Tools[1].Category != "std.http" {
@@ -132,7 +133,7 @@ func TestSingleBuiltinUses(t *testing.T) {
 
 	p = mustBuild(t, `@tool("mine") fn http_get(url: string): string { return url }
 agent A uses http_get { prompt: "p" }`)
-	if len(p.Tools) != 1 || p.Tools[0].Body.Kind != BodyNative {
+	if len(p.Tools) != 1 || p.Tools[0].Body.Kind != ir.BodyNative {
 		t.Errorf("the program's http_get must be used: %+v", p.Tools)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/lang"
 )
 
@@ -18,15 +19,15 @@ var toolSettings = []string{"description", "risk_level", "requires_approval", "s
 const DefaultToolTimeout = 60
 
 // compileTools compiles every tool declaration, in program order.
-func (c *compiler) compileTools() []*Tool {
-	out := make([]*Tool, len(c.tools))
+func (c *compiler) compileTools() []*ir.Tool {
+	out := make([]*ir.Tool, len(c.tools))
 	for i, t := range c.tools {
 		out[i] = c.compileTool(t)
 	}
 	return out
 }
 
-func (c *compiler) compileTool(t *toolDecl) *Tool {
+func (c *compiler) compileTool(t *toolDecl) *ir.Tool {
 	switch d := t.decl.(type) {
 	case *lang.ToolFn:
 		return c.compileToolFn(d, t.src)
@@ -36,9 +37,9 @@ func (c *compiler) compileTool(t *toolDecl) *Tool {
 	return nil
 }
 
-func (c *compiler) compileToolFn(fn *lang.ToolFn, src *source) *Tool {
+func (c *compiler) compileToolFn(fn *lang.ToolFn, src *source) *ir.Tool {
 	name := fn.Name.Name
-	tool := &Tool{Name: name, Risk: "low", Timeout: DefaultToolTimeout, Returns: "string", File: src.path, Line: fn.Pos.Line}
+	tool := &ir.Tool{Name: name, Risk: "low", Timeout: DefaultToolTimeout, Returns: "string", File: src.path, Line: fn.Pos.Line}
 	var deco *lang.Decorator
 	for _, d := range fn.Decorators {
 		if d.Name == "tool" {
@@ -65,7 +66,7 @@ func (c *compiler) compileToolFn(fn *lang.ToolFn, src *source) *Tool {
 		c.errorAt(deco.Pos, lang.CodeMissingDesc, `the first argument of @tool is the description the model reads: @tool("Search the web", …)`,
 			"tool %s needs a non-empty description", name)
 	}
-	properties := newObj()
+	properties := ir.NewObject()
 	required := make([]string, 0, len(fn.Params))
 	for i, p := range fn.Params {
 		if prev := findParam(fn.Params[:i], p.Name); prev != nil {
@@ -88,7 +89,7 @@ func (c *compiler) compileToolFn(fn *lang.ToolFn, src *source) *Tool {
 		if p.Doc != "" {
 			desc = p.Doc
 		}
-		if constraint, ok := ps.get("description"); ok {
+		if constraint, ok := ps.Get("description"); ok {
 			// a semantic type's constraint (type Email = str @ "…")
 			desc += " (" + fmt.Sprint(constraint) + ")"
 		}
@@ -99,17 +100,17 @@ func (c *compiler) compileToolFn(fn *lang.ToolFn, src *source) *Tool {
 			def, hasDef = c.defaultJSON(p.Default, ti, p.Name)
 			optional = true
 		}
-		schema := ps.clone().set("description", desc)
+		schema := ps.Clone().Set("description", desc)
 		if hasDef {
-			schema.set("default", def)
+			schema.Set("default", def)
 		}
-		properties.set(p.Name, schema)
+		properties.Set(p.Name, schema)
 		if !optional {
 			required = append(required, p.Name)
 		}
 	}
-	tool.Parameters = compactJSON(newObj().set("type", "object").set("properties", properties).
-		set("required", required).set("additionalProperties", false))
+	tool.Parameters = ir.CanonicalJSON(ir.NewObject().Set("type", "object").Set("properties", properties).
+		Set("required", required).Set("additionalProperties", false))
 	if fn.Returns != nil {
 		c.resolveType(fn.Returns, typeCtx{"the return type of tool ", name})
 		tool.Returns = fn.Returns.String()
@@ -129,7 +130,7 @@ func findParam(params []*lang.Param, name string) *lang.Param {
 }
 
 // toolSettings reads the arguments of @tool(…).
-func (c *compiler) toolSettings(tool *Tool, deco *lang.Decorator) {
+func (c *compiler) toolSettings(tool *ir.Tool, deco *lang.Decorator) {
 	var set []string // the settings given so far (a handful)
 	for i, a := range deco.Args {
 		key := a.Name
@@ -152,7 +153,7 @@ func (c *compiler) toolSettings(tool *Tool, deco *lang.Decorator) {
 }
 
 // toolSetting applies one setting (from @tool or a legacy tool block).
-func (c *compiler) toolSetting(tool *Tool, key string, v *lang.Value, pos lang.Position) {
+func (c *compiler) toolSetting(tool *ir.Tool, key string, v *lang.Value, pos lang.Position) {
 	switch key {
 	case "description":
 		if v.Str == nil {
@@ -304,7 +305,7 @@ func contains(list []string, s string) bool {
 }
 
 // toolBody classifies and lowers the body of an annotated function.
-func (c *compiler) toolBody(fn *lang.ToolFn, tool *Tool) Body {
+func (c *compiler) toolBody(fn *lang.ToolFn, tool *ir.Tool) ir.Body {
 	stmts := fn.Body.Stmts
 	var py *lang.PythonStmt
 	for _, s := range stmts {
@@ -324,14 +325,14 @@ func (c *compiler) toolBody(fn *lang.ToolFn, tool *Tool) Body {
 				}
 			}
 		}
-		return Body{Kind: BodyPython, Python: Dedent(py.Code.Value())}
+		return ir.Body{Kind: ir.BodyPython, Python: Dedent(py.Code.Value())}
 	}
 	scope := map[string]bool{}
 	for _, p := range fn.Params {
 		scope[p.Name] = true
 	}
 	l := &lowerer{c: c, tool: tool.Name, scope: scope}
-	return Body{Kind: BodyNative, Native: l.block(stmts)}
+	return ir.Body{Kind: ir.BodyNative, Native: l.block(stmts)}
 }
 
 // Dedent removes the common leading whitespace of the non-blank lines of a
@@ -352,42 +353,11 @@ func Dedent(text string) string {
 	case len(lines) == 0:
 		return ""
 	case !startsOnQuoteLine(text):
-		return RemoveMargin(strings.Join(lines, "\n"))
+		return ir.RemoveMargin(strings.Join(lines, "\n"))
 	case len(lines) == 1:
 		return strings.TrimLeft(lines[0], " \t")
 	}
-	return strings.TrimLeft(lines[0], " \t") + "\n" + RemoveMargin(strings.Join(lines[1:], "\n"))
-}
-
-// RemoveMargin removes the whitespace prefix common to every non-blank line
-// and empties blank lines, like Python's textwrap.dedent, after normalising
-// CRLF line ends. Unlike Dedent it gives the first line no special place, so
-// applying it again changes nothing: the runtime applies it to python!
-// bodies, which the compiler has already dedented, so that hand-built IR
-// works too.
-func RemoveMargin(s string) string {
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	lines := strings.Split(s, "\n")
-	margin, first := "", true
-	for _, l := range lines {
-		if strings.TrimLeft(l, " \t") == "" {
-			continue
-		}
-		indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
-		if first {
-			margin, first = indent, false
-			continue
-		}
-		margin = commonPrefix(margin, indent)
-	}
-	for i, l := range lines {
-		if strings.TrimLeft(l, " \t") == "" {
-			lines[i] = ""
-			continue
-		}
-		lines[i] = l[len(margin):]
-	}
-	return strings.Join(lines, "\n")
+	return strings.TrimLeft(lines[0], " \t") + "\n" + ir.RemoveMargin(strings.Join(lines[1:], "\n"))
 }
 
 // startsOnQuoteLine reports whether the body's first text is on the line of
@@ -400,21 +370,12 @@ func startsOnQuoteLine(text string) bool {
 	return strings.TrimSpace(text[:i]) != ""
 }
 
-func commonPrefix(a, b string) string {
-	n := min(len(a), len(b))
-	i := 0
-	for i < n && a[i] == b[i] {
-		i++
-	}
-	return a[:i]
-}
-
 // legacyKeys are the properties of a legacy tool block.
 var legacyKeys = []string{"description", "parameters", "mcp", "python", "risk_level", "requires_approval", "sandbox", "timeout", "idempotent", "category", "returns"}
 
-func (c *compiler) compileLegacyTool(lt *lang.LegacyTool, src *source) *Tool {
+func (c *compiler) compileLegacyTool(lt *lang.LegacyTool, src *source) *ir.Tool {
 	name := lt.Name.Name
-	tool := &Tool{Name: name, Risk: "low", Timeout: DefaultToolTimeout, Returns: "string", File: src.path, Line: lt.Pos.Line}
+	tool := &ir.Tool{Name: name, Risk: "low", Timeout: DefaultToolTimeout, Returns: "string", File: src.path, Line: lt.Pos.Line}
 	props := map[string]*lang.Property{}
 	for _, p := range lt.Props {
 		k := p.Key.Name()
@@ -424,7 +385,7 @@ func (c *compiler) compileLegacyTool(lt *lang.LegacyTool, src *source) *Tool {
 		}
 		props[k] = p
 	}
-	params := newObj()
+	params := ir.NewObject()
 	required := []string{}
 	if p, ok := props["parameters"]; ok {
 		if p.Value.Object == nil {
@@ -449,16 +410,16 @@ func (c *compiler) compileLegacyTool(lt *lang.LegacyTool, src *source) *Tool {
 					continue
 				}
 				ti := c.resolveType(te, typeCtx{"parameter ", pname, " of tool ", name})
-				ps := nullable(ti).clone().set("description", "Parameter "+pname)
-				params.set(pname, ps)
+				ps := nullable(ti).Clone().Set("description", "Parameter "+pname)
+				params.Set(pname, ps)
 				if !ti.optional {
 					required = append(required, pname)
 				}
 			}
 		}
 	}
-	tool.Parameters = compactJSON(newObj().set("type", "object").set("properties", params).
-		set("required", required).set("additionalProperties", false))
+	tool.Parameters = ir.CanonicalJSON(ir.NewObject().Set("type", "object").Set("properties", params).
+		Set("required", required).Set("additionalProperties", false))
 	for _, k := range []string{"description", "risk_level", "requires_approval", "sandbox", "timeout", "idempotent", "category"} {
 		if p, ok := props[k]; ok {
 			c.toolSetting(tool, k, p.Value, p.Pos)
@@ -492,7 +453,7 @@ func (c *compiler) compileLegacyTool(lt *lang.LegacyTool, src *source) *Tool {
 		} else {
 			c.checkMCPSpec(mcp.Value.Pos, spec)
 		}
-		tool.Body = Body{Kind: BodyMCP, MCP: spec}
+		tool.Body = ir.Body{Kind: ir.BodyMCP, MCP: spec}
 		if tool.Description == "" {
 			tool.Description = "Tools of the MCP server " + spec
 		}
@@ -520,14 +481,14 @@ func (c *compiler) compileLegacyTool(lt *lang.LegacyTool, src *source) *Tool {
 		} else {
 			c.extra = append(c.extra, data)
 		}
-		tool.Body = Body{Kind: BodyPython, PythonFile: resolved}
+		tool.Body = ir.Body{Kind: ir.BodyPython, PythonFile: resolved}
 		if tool.Description == "" {
 			c.warnAt(lt.Pos, lang.CodeMissingDesc, `add description: "…" so that the model knows what the tool does`,
 				"tool %s has no description", name)
 		}
 		return tool
 	}
-	tool.Body = Body{Kind: BodySchema}
+	tool.Body = ir.Body{Kind: ir.BodySchema}
 	if tool.Description == "" {
 		c.errorAt(lt.Name.Pos, lang.CodeMissingDesc, `add description: "what the tool does"`, "tool %s needs a non-empty description", name)
 	}

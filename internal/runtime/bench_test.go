@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/provider"
 	"github.com/nexa-run/nexa/internal/runtime/state"
@@ -54,15 +54,15 @@ func BenchmarkRunStep(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			prog := &compile.Program{
+			prog := &ir.Program{
 				Hash: "sha256:bench",
-				Tools: []*compile.Tool{{Name: "echo", Description: "Echo", Risk: "low", Timeout: 5,
+				Tools: []*ir.Tool{{Name: "echo", Description: "Echo", Risk: "low", Timeout: 5,
 					Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
-					Body:       compile.Body{Kind: compile.BodyPython}}},
-				Agents: []*compile.Agent{{Name: "A", Prompt: "p", Tools: []string{"echo"}, Retry: -1}},
+					Body:       ir.Body{Kind: ir.BodyPython}}},
+				Agents: []*ir.Agent{{Name: "A", Prompt: "p", Tools: []string{"echo"}, Retry: -1}},
 			}
 			r, err := runtime.NewRunner(runtime.Config{Program: prog, Agent: prog.Agents[0], Store: s, Provider: loopProvider{rounds: rounds},
-				Executors: map[compile.BodyKind]runtime.Executor{compile.BodyPython: echoExec{}}})
+				Executors: map[ir.BodyKind]runtime.Executor{ir.BodyPython: echoExec{}}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/compile"
 	"github.com/nexa-run/nexa/internal/failpoint"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 )
 
@@ -156,9 +156,9 @@ func (d *driver) deny(ctx context.Context, e *state.JournalEntry) error {
 // execute runs one call under the journal protocol: started is saved before
 // the executor is called, the result is saved before anything else happens.
 // It reports false when the outcome is unknown (the entry stays started).
-func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *compile.Tool) (bool, error) {
+func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *ir.Tool) (bool, error) {
 	exec := d.r.executors[t.Body.Kind]
-	if t.Body.Kind == compile.BodySchema {
+	if t.Body.Kind == ir.BodySchema {
 		// A schema-only tool block declares a tool without an
 		// implementation: the model is told so, and nothing runs.
 		return true, d.completeEntry(ctx, e, false, fmt.Sprintf("error: tool %s has no implementation in this program (it is declared by a schema-only tool block); nothing was executed", t.Name), "not_executed", false)
@@ -171,7 +171,7 @@ func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *compile.
 	e.Stage = state.StageStarted
 	e.StartedAt = &now
 	// Known before the call: a sandboxed tool runs isolated or not at all.
-	e.Sandboxed = t.Sandbox && t.Body.Kind == compile.BodyPython
+	e.Sandboxed = t.Sandbox && t.Body.Kind == ir.BodyPython
 	e.Attempts++
 	d.st.Usage.ToolCalls++
 	if d.st.Status != state.StatusRunning {

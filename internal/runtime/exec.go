@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 )
 
 // ErrUnknownOutcome is returned (possibly wrapped) by an executor when it
@@ -20,7 +20,7 @@ var ErrUnknownOutcome = errors.New("tool outcome unknown")
 type Invocation struct {
 	RunID     string
 	CallID    string
-	Tool      *compile.Tool
+	Tool      *ir.Tool
 	Arguments json.RawMessage
 	// WorkDir is the run's working directory; tools run there.
 	WorkDir string
@@ -38,7 +38,7 @@ type Invocation struct {
 	// Log receives whatever the tool prints.
 	Log io.Writer
 	// HTTPAllow are the internal hosts the agent lets std.http reach
-	// (compile.Agent.HTTPAllow); every other internal address is refused.
+	// (ir.Agent.HTTPAllow); every other internal address is refused.
 	HTTPAllow []string
 }
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 	"github.com/nexa-run/nexa/internal/store"
@@ -43,15 +43,15 @@ func TestManyRunsHelper(t *testing.T) {
 		return
 	}
 	defer s.Close()
-	prog := &compile.Program{
+	prog := &ir.Program{
 		Hash: "sha256:many",
-		Tools: []*compile.Tool{{Name: "echo", Description: "Echo", Risk: "low", Timeout: 5,
+		Tools: []*ir.Tool{{Name: "echo", Description: "Echo", Risk: "low", Timeout: 5,
 			Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
-			Body:       compile.Body{Kind: compile.BodyNative}}},
-		Agents: []*compile.Agent{{Name: "A", Prompt: "p", Tools: []string{"echo"}, Retry: -1}},
+			Body:       ir.Body{Kind: ir.BodyNative}}},
+		Agents: []*ir.Agent{{Name: "A", Prompt: "p", Tools: []string{"echo"}, Retry: -1}},
 	}
 	r, err := runtime.NewRunner(runtime.Config{Program: prog, Agent: prog.Agents[0], Store: s, Provider: loopProvider{rounds: 2},
-		Executors: map[compile.BodyKind]runtime.Executor{compile.BodyNative: echoExec{}}})
+		Executors: map[ir.BodyKind]runtime.Executor{ir.BodyNative: echoExec{}}})
 	if err != nil {
 		fmt.Printf("error runner: %v\n", err)
 		return
@@ -199,12 +199,12 @@ func TestLeaseRenewedDuringLongTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer watcher.Close()
-	prog := &compile.Program{
+	prog := &ir.Program{
 		Hash: "sha256:long",
-		Tools: []*compile.Tool{{Name: "echo", Description: "Echo", Risk: "low", Timeout: 600,
+		Tools: []*ir.Tool{{Name: "echo", Description: "Echo", Risk: "low", Timeout: 600,
 			Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
-			Body:       compile.Body{Kind: compile.BodyNative}}},
-		Agents: []*compile.Agent{{Name: "A", Prompt: "p", Tools: []string{"echo"}, Retry: -1}},
+			Body:       ir.Body{Kind: ir.BodyNative}}},
+		Agents: []*ir.Agent{{Name: "A", Prompt: "p", Tools: []string{"echo"}, Retry: -1}},
 	}
 	const id = "run_LONG"
 	var expiries []time.Time
@@ -221,7 +221,7 @@ func TestLeaseRenewedDuringLongTool(t *testing.T) {
 		}
 	}}
 	r, err := runtime.NewRunner(runtime.Config{Program: prog, Agent: prog.Agents[0], Store: s, Provider: loopProvider{rounds: 1},
-		Executors: map[compile.BodyKind]runtime.Executor{compile.BodyNative: tool}, LeaseTTL: 60 * time.Millisecond})
+		Executors: map[ir.BodyKind]runtime.Executor{ir.BodyNative: tool}, LeaseTTL: 60 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime/provider"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 )
@@ -35,7 +35,7 @@ func TestRawReplyIsStoredAsValidUTF8(t *testing.T) {
 	}
 	r, err := NewRunner(Config{
 		Program: h.prog, Agent: h.prog.Agents[0], Store: h.store, Provider: rawProvider{h.prov, raw},
-		Executors: map[compile.BodyKind]Executor{compile.BodyPython: h.exec},
+		Executors: map[ir.BodyKind]Executor{ir.BodyPython: h.exec},
 		Now:       func() time.Time { return h.now },
 	})
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/nexa-run/nexa/internal/compile"
 	"github.com/nexa-run/nexa/internal/failpoint"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime/provider"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 )
@@ -20,11 +20,11 @@ import (
 // its own: everything it knows about a run is in the store, so any process
 // can continue any run.
 type Runner struct {
-	prog       *compile.Program
-	agent      *compile.Agent
+	prog       *ir.Program
+	agent      *ir.Agent
 	store      state.Store
 	provider   provider.Provider
-	executors  map[compile.BodyKind]Executor
+	executors  map[ir.BodyKind]Executor
 	secrets    map[string]string
 	observe    func(Event)
 	now        func() time.Time
@@ -36,7 +36,7 @@ type Runner struct {
 	mcpServers []state.MCPServer
 	owner      string
 	leaseTTL   time.Duration
-	exposed    map[string]*compile.Tool
+	exposed    map[string]*ir.Tool
 	schemas    *schemaSet
 }
 
@@ -49,11 +49,11 @@ type ToolLog interface {
 
 // Config assembles a Runner. Program, Agent, Store and Provider are required.
 type Config struct {
-	Program   *compile.Program
-	Agent     *compile.Agent
+	Program   *ir.Program
+	Agent     *ir.Agent
 	Store     state.Store
 	Provider  provider.Provider
-	Executors map[compile.BodyKind]Executor
+	Executors map[ir.BodyKind]Executor
 	// Secrets are handed to tools that read them (Python's nexa_secrets).
 	Secrets map[string]string
 	// Observe receives progress events for display; may be nil.
@@ -73,7 +73,7 @@ type Config struct {
 	NoStream bool
 	// ExtraTools are tools found when the run starts (the tools of the
 	// agent's MCP servers); they are exposed besides the agent's own.
-	ExtraTools []*compile.Tool
+	ExtraTools []*ir.Tool
 	// MCPServers are recorded in a new run for the resume check.
 	MCPServers []state.MCPServer
 	// Redact removes secret values from text before it is saved, shown
@@ -109,7 +109,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		stop:      cfg.Stop,
 		noStream:  cfg.NoStream,
 		redact:    cfg.Redact,
-		exposed:   map[string]*compile.Tool{},
+		exposed:   map[string]*ir.Tool{},
 		owner:     cfg.Owner,
 		leaseTTL:  cfg.LeaseTTL,
 	}
@@ -182,7 +182,7 @@ type NewRun struct {
 // --timeout flag), else plus the agent's timeout, at full precision; nil
 // when neither is set. Callers that must bound work done before the run
 // exists (connecting MCP servers) compute it once and pass it in NewRun.
-func DeadlineFor(now time.Time, timeout time.Duration, agent *compile.Agent) *time.Time {
+func DeadlineFor(now time.Time, timeout time.Duration, agent *ir.Agent) *time.Time {
 	if timeout == 0 && agent != nil && agent.Timeout > 0 {
 		timeout = time.Duration(agent.Timeout) * time.Second
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime/provider"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 )
@@ -152,16 +152,16 @@ func schema(props string, required ...string) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{%s},"required":%s,"additionalProperties":false}`, props, req))
 }
 
-func testProgram() *compile.Program {
-	return &compile.Program{
+func testProgram() *ir.Program {
+	return &ir.Program{
 		Hash: "sha256:test",
-		Tools: []*compile.Tool{
-			{Name: "record_review", Description: "Record reviewed text", Parameters: schema(`"content":{"type":"string"}`, "content"), Risk: "high", RequiresApproval: true, Timeout: 30, Body: compile.Body{Kind: compile.BodyPython}},
-			{Name: "lookup", Description: "Look up", Parameters: schema(`"q":{"type":"string"}`, "q"), Risk: "low", Timeout: 30, Body: compile.Body{Kind: compile.BodyPython}},
-			{Name: "hidden", Description: "Not exposed", Parameters: schema(``), Risk: "low", Timeout: 30, Body: compile.Body{Kind: compile.BodyPython}},
-			{Name: "charge", Description: "Idempotent charge", Parameters: schema(`"n":{"type":"integer"}`, "n"), Risk: "low", Idempotent: true, Timeout: 30, Body: compile.Body{Kind: compile.BodyPython}},
+		Tools: []*ir.Tool{
+			{Name: "record_review", Description: "Record reviewed text", Parameters: schema(`"content":{"type":"string"}`, "content"), Risk: "high", RequiresApproval: true, Timeout: 30, Body: ir.Body{Kind: ir.BodyPython}},
+			{Name: "lookup", Description: "Look up", Parameters: schema(`"q":{"type":"string"}`, "q"), Risk: "low", Timeout: 30, Body: ir.Body{Kind: ir.BodyPython}},
+			{Name: "hidden", Description: "Not exposed", Parameters: schema(``), Risk: "low", Timeout: 30, Body: ir.Body{Kind: ir.BodyPython}},
+			{Name: "charge", Description: "Idempotent charge", Parameters: schema(`"n":{"type":"integer"}`, "n"), Risk: "low", Idempotent: true, Timeout: 30, Body: ir.Body{Kind: ir.BodyPython}},
 		},
-		Agents: []*compile.Agent{{Name: "Reviewer", Prompt: "Review.", Tools: []string{"charge", "lookup", "record_review"}, Retry: -1}},
+		Agents: []*ir.Agent{{Name: "Reviewer", Prompt: "Review.", Tools: []string{"charge", "lookup", "record_review"}, Retry: -1}},
 	}
 }
 
@@ -182,7 +182,7 @@ type harness struct {
 	store *memStore
 	prov  *turnsProvider
 	exec  *countingExec
-	prog  *compile.Program
+	prog  *ir.Program
 	now   time.Time
 }
 
@@ -194,7 +194,7 @@ func (h *harness) runner() *Runner {
 	h.t.Helper()
 	r, err := NewRunner(Config{
 		Program: h.prog, Agent: h.prog.Agents[0], Store: h.store, Provider: h.prov,
-		Executors: map[compile.BodyKind]Executor{compile.BodyPython: h.exec},
+		Executors: map[ir.BodyKind]Executor{ir.BodyPython: h.exec},
 		Now:       func() time.Time { return h.now },
 	})
 	if err != nil {
@@ -628,7 +628,7 @@ func TestModelRepliesAreRedactedBeforeTheyAreSavedSentOrExecuted(t *testing.T) {
 	}
 	r, err := NewRunner(Config{
 		Program: h.prog, Agent: h.prog.Agents[0], Store: h.store, Provider: h.prov,
-		Executors: map[compile.BodyKind]Executor{compile.BodyPython: h.exec},
+		Executors: map[ir.BodyKind]Executor{ir.BodyPython: h.exec},
 		Redact:    func(s string) string { return strings.ReplaceAll(s, key, "[REDACTED]") },
 	})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 )
 
 // schemaSet holds compiled validators for the exposed tools' arguments and
@@ -21,7 +21,7 @@ type schemaSet struct {
 	output   *jsonschema.Schema
 }
 
-func newSchemaSet(tools map[string]*compile.Tool, output json.RawMessage) (*schemaSet, error) {
+func newSchemaSet(tools map[string]*ir.Tool, output json.RawMessage) (*schemaSet, error) {
 	s := &schemaSet{tools: map[string]*jsonschema.Schema{}, defaults: map[string]map[string]any{}}
 	for name, t := range tools {
 		sch, err := compileSchema("tool:"+name, t.Parameters)

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Risk levels of runtime.md 8, spelled as compile.Tool.Risk spells them so
+// Risk levels of runtime.md 8, spelled as ir.Tool.Risk spells them so
 // the compiler can copy them as they are.
 const (
 	RiskLow    = "low"
@@ -17,7 +17,7 @@ const (
 const Prefix = "std."
 
 // Tool is the declaration of one built-in tool. The compiler turns it into a
-// compile.Tool with a builtin body; the runtime's builtin executor implements
+// ir.Tool with a builtin body; the runtime's builtin executor implements
 // it under the same Name.
 type Tool struct {
 	// Name is the tool name the model calls ("file_read"); names are unique

@@ -55,7 +55,7 @@ type Options struct {
 	// directory is always protected.
 	Protected []string
 	// HTTPAllow are internal hosts std.http may reach on every call, in
-	// the syntax of the agent setting http_allow (compile.ParseHTTPAllow),
+	// the syntax of the agent setting http_allow (ir.ParseHTTPAllow),
 	// on top of the invocation's own list. Tests use it for local servers.
 	HTTPAllow []string
 
@@ -64,7 +64,7 @@ type Options struct {
 	resolver *net.Resolver
 }
 
-// Executor runs the built-in tools of the std.* namespaces (compile.Body
+// Executor runs the built-in tools of the std.* namespaces (ir.Body
 // kind builtin). It is safe for concurrent use.
 type Executor struct {
 	opts     Options
@@ -85,7 +85,7 @@ type call struct {
 }
 
 // New returns an Executor for opts. The caller registers it for
-// compile.BodyBuiltin.
+// ir.BodyBuiltin.
 func New(opts Options) *Executor {
 	if opts.Now == nil {
 		opts.Now = time.Now

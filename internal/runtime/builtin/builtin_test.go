@@ -13,28 +13,28 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/stdlib"
 )
 
-// toolFor builds the compile.Tool the compiler emits for a built-in.
-func toolFor(t *testing.T, name string) *compile.Tool {
+// toolFor builds the ir.Tool the compiler emits for a built-in.
+func toolFor(t *testing.T, name string) *ir.Tool {
 	t.Helper()
 	d, ok := stdlib.Lookup(name)
 	if !ok {
 		t.Fatalf("no built-in %s", name)
 	}
-	return &compile.Tool{
+	return &ir.Tool{
 		Name: d.Name, Description: d.Description, Parameters: d.Parameters, Returns: d.Returns,
-		Risk: d.Risk, Timeout: d.Timeout, Idempotent: d.Idempotent, Body: compile.Body{Kind: compile.BodyBuiltin},
+		Risk: d.Risk, Timeout: d.Timeout, Idempotent: d.Idempotent, Body: ir.Body{Kind: ir.BodyBuiltin},
 	}
 }
 
 // checkArgs validates test arguments against the tool's schema, as the
 // runtime does before any execution, so tests never rely on arguments the
 // runtime would refuse.
-func checkArgs(t *testing.T, tool *compile.Tool, raw []byte) {
+func checkArgs(t *testing.T, tool *ir.Tool, raw []byte) {
 	t.Helper()
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(tool.Parameters))
 	if err != nil {
@@ -128,8 +128,8 @@ func TestRefusesWhatIsNotABuiltin(t *testing.T) {
 	ctx := context.Background()
 	cases := map[string]runtime.Invocation{
 		"no tool":     {},
-		"unknown":     {Tool: &compile.Tool{Name: "rm_rf"}, Arguments: []byte(`{}`)},
-		"sandboxed":   {Tool: &compile.Tool{Name: "text_upper", Sandbox: true}, Arguments: []byte(`{"text":"a"}`)},
+		"unknown":     {Tool: &ir.Tool{Name: "rm_rf"}, Arguments: []byte(`{}`)},
+		"sandboxed":   {Tool: &ir.Tool{Name: "text_upper", Sandbox: true}, Arguments: []byte(`{"text":"a"}`)},
 		"no workdir":  {Tool: toolFor(t, "file_read"), Arguments: []byte(`{"path":"a"}`)},
 		"shell no wd": {Tool: toolFor(t, "shell_exec"), Arguments: []byte(`{"command":"true"}`)},
 	}

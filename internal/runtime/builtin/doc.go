@@ -1,6 +1,6 @@
 // Package builtin executes the built-in tools of the std.* namespaces
 // (runtime.md section 8) declared in internal/stdlib. New returns a
-// runtime.Executor that the CLI registers for compile.BodyBuiltin; it
+// runtime.Executor that the CLI registers for ir.BodyBuiltin; it
 // dispatches on the tool name and refuses names that are not built-ins.
 //
 // # Results and outcomes

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
 )
 
@@ -441,7 +441,7 @@ func TestFileToolsKeepOutOfNexaFiles(t *testing.T) {
 			t.Errorf("%s %v: %s", c.tool, c.args, out)
 		}
 		raw, _ := json.Marshal(c.args)
-		if err := e.Precheck(runtime.Invocation{Tool: &compile.Tool{Name: c.tool}, Arguments: raw, WorkDir: wd}); err == nil || !strings.Contains(err.Error(), "nexa's own") {
+		if err := e.Precheck(runtime.Invocation{Tool: &ir.Tool{Name: c.tool}, Arguments: raw, WorkDir: wd}); err == nil || !strings.Contains(err.Error(), "nexa's own") {
 			t.Errorf("Precheck(%s %v) = %v, want a refusal before approval", c.tool, c.args, err)
 		}
 	}
@@ -469,7 +469,7 @@ func TestFileToolsKeepOutOfNexaFiles(t *testing.T) {
 		args map[string]any
 	}{{"file_read", map[string]any{"path": "hello.txt"}}, {"file_write", map[string]any{"path": "new.txt", "content": "x"}}, {"file_delete", map[string]any{"path": "store_link"}}, {"shell_exec", map[string]any{"command": "cat mystore.db"}}} {
 		raw, _ := json.Marshal(c.args)
-		if err := e.Precheck(runtime.Invocation{Tool: &compile.Tool{Name: c.tool}, Arguments: raw, WorkDir: wd}); err != nil {
+		if err := e.Precheck(runtime.Invocation{Tool: &ir.Tool{Name: c.tool}, Arguments: raw, WorkDir: wd}); err != nil {
 			t.Errorf("Precheck(%s %v) = %v, want none", c.tool, c.args, err)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 )
 
 // addrRange is a block of addresses std.http refuses, with the words that
@@ -158,7 +158,7 @@ func parseAllow(lists ...[]string) []allowRule {
 	var out []allowRule
 	for _, l := range lists {
 		for _, e := range l {
-			host, port, err := compile.ParseHTTPAllow(e)
+			host, port, err := ir.ParseHTTPAllow(e)
 			if err != nil {
 				continue
 			}

@@ -36,7 +36,7 @@
 //
 // Manager connects the servers of a run (each spec once, concurrently),
 // refuses two servers that offer the same tool name (the error names both),
-// routes calls by tool name as the runtime.Executor of compile.BodyMCP,
+// routes calls by tool name as the runtime.Executor of ir.BodyMCP,
 // gives the tools as compile tools (runtime.Config.ExtraTools) and the
 // records to store in the run (runtime.Config.MCPServers), and closes all.
 //

@@ -9,18 +9,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 )
 
-// DefaultToolTimeout is the timeout, in seconds, of the compile.Tool built
+// DefaultToolTimeout is the timeout, in seconds, of the ir.Tool built
 // for an MCP tool (the same default as declared tools).
 const DefaultToolTimeout = 60
 
 // Manager holds the MCP servers of one run: it connects each spec once,
 // refuses two servers offering the same tool name, routes calls by tool
-// name (it is the runtime.Executor of compile.BodyMCP) and closes them all.
+// name (it is the runtime.Executor of ir.BodyMCP) and closes them all.
 // Its methods are safe for concurrent use.
 type Manager struct {
 	opts Options
@@ -169,8 +169,8 @@ func (m *Manager) Records() []state.MCPServer {
 
 // Tools returns the tools of every server as compile tools, sorted by
 // name, ready to be exposed (runtime.Config.ExtraTools).
-func (m *Manager) Tools() []*compile.Tool {
-	var out []*compile.Tool
+func (m *Manager) Tools() []*ir.Tool {
+	var out []*ir.Tool
 	for _, s := range m.Servers() {
 		out = append(out, s.CompileTools()...)
 	}
@@ -182,14 +182,14 @@ func (m *Manager) Tools() []*compile.Tool {
 // model sees, the risk level from the annotations (high needs approval),
 // idempotent from idempotentHint, the default timeout, and a BodyMCP body
 // naming this server.
-func (s *Server) CompileTools() []*compile.Tool {
-	out := make([]*compile.Tool, len(s.tools))
+func (s *Server) CompileTools() []*ir.Tool {
+	out := make([]*ir.Tool, len(s.tools))
 	for i, t := range s.tools {
 		desc := t.Description
 		if strings.TrimSpace(desc) == "" {
 			desc = "Tool " + t.Name + " of the MCP server " + s.spec.Raw
 		}
-		out[i] = &compile.Tool{
+		out[i] = &ir.Tool{
 			Name:        t.Name,
 			Description: desc,
 			Parameters:  append([]byte(nil), t.InputSchema...),
@@ -198,7 +198,7 @@ func (s *Server) CompileTools() []*compile.Tool {
 			Timeout:     DefaultToolTimeout,
 			Idempotent:  t.Idempotent,
 			Category:    "mcp",
-			Body:        compile.Body{Kind: compile.BodyMCP, MCP: s.spec.Raw},
+			Body:        ir.Body{Kind: ir.BodyMCP, MCP: s.spec.Raw},
 		}
 	}
 	return out
@@ -214,7 +214,7 @@ func (m *Manager) Execute(ctx context.Context, inv runtime.Invocation) (runtime.
 	}
 	name := inv.Tool.Name
 	var srv *Server
-	if inv.Tool.Body.Kind == compile.BodyMCP && inv.Tool.Body.MCP != "" {
+	if inv.Tool.Body.Kind == ir.BodyMCP && inv.Tool.Body.MCP != "" {
 		srv = m.Server(inv.Tool.Body.MCP)
 	}
 	if srv == nil {

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
 )
 
@@ -567,10 +567,10 @@ func TestManager(t *testing.T) {
 	if len(tools) != len(testToolNames) {
 		t.Fatalf("%d compile tools", len(tools))
 	}
-	byName := map[string]*compile.Tool{}
+	byName := map[string]*ir.Tool{}
 	for _, ct := range tools {
 		byName[ct.Name] = ct
-		if ct.Body.Kind != compile.BodyMCP || ct.Body.MCP != base || ct.Timeout != DefaultToolTimeout {
+		if ct.Body.Kind != ir.BodyMCP || ct.Body.MCP != base || ct.Timeout != DefaultToolTimeout {
 			t.Errorf("compile tool %s: %+v", ct.Name, ct)
 		}
 	}
@@ -593,7 +593,7 @@ func TestManager(t *testing.T) {
 	if !errors.Is(err, runtime.ErrUnknownOutcome) || !strings.Contains(err.Error(), "timeout of 200ms") {
 		t.Errorf("execute past timeout: %v", err)
 	}
-	_, err = m.Execute(ctx, runtime.Invocation{Tool: &compile.Tool{Name: "nope"}})
+	_, err = m.Execute(ctx, runtime.Invocation{Tool: &ir.Tool{Name: "nope"}})
 	if !errors.Is(err, runtime.ErrNotExecuted) {
 		t.Errorf("execute unknown tool: %v", err)
 	}

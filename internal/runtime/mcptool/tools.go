@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Risk levels, as in the IR (compile.Tool.Risk).
+// Risk levels, as in the IR (ir.Tool.Risk).
 const (
 	RiskLow    = "low"
 	RiskMedium = "medium"

@@ -1,7 +1,7 @@
 // Package native interprets native tool bodies (language.md 4.3, runtime.md
-// 8): the statements of compile.Body.Native, lowered by the compiler, run
+// 8): the statements of ir.Body.Native, lowered by the compiler, run
 // in-process by a small tree-walking interpreter. It implements
-// runtime.Executor for compile.BodyNative.
+// runtime.Executor for ir.BodyNative.
 //
 // # Purity and outcomes
 //

@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 )
 
 const (
@@ -79,7 +79,7 @@ func (m *machine) leave() { m.depth-- }
 
 // block runs statements in order; done reports that a return ended the
 // call with value v.
-func (m *machine) block(stmts []compile.Stmt) (done bool, v any, err error) {
+func (m *machine) block(stmts []ir.Stmt) (done bool, v any, err error) {
 	if err := m.enter(); err != nil {
 		return false, nil, err
 	}
@@ -96,9 +96,9 @@ func (m *machine) block(stmts []compile.Stmt) (done bool, v any, err error) {
 	return false, nil, nil
 }
 
-func (m *machine) stmt(s compile.Stmt) (bool, any, error) {
+func (m *machine) stmt(s ir.Stmt) (bool, any, error) {
 	switch s := s.(type) {
-	case *compile.ReturnStmt:
+	case *ir.ReturnStmt:
 		if s == nil {
 			break
 		}
@@ -108,7 +108,7 @@ func (m *machine) stmt(s compile.Stmt) (bool, any, error) {
 		}
 		v, err := m.eval(s.Value)
 		return err == nil, v, err
-	case *compile.PrintStmt:
+	case *ir.PrintStmt:
 		if s == nil {
 			break
 		}
@@ -128,7 +128,7 @@ func (m *machine) stmt(s compile.Stmt) (bool, any, error) {
 		// the tool's result. One Write keeps the line whole.
 		_, _ = m.log.Write([]byte(text + "\n"))
 		return false, nil, nil
-	case *compile.AssignStmt:
+	case *ir.AssignStmt:
 		if s == nil {
 			break
 		}
@@ -139,7 +139,7 @@ func (m *machine) stmt(s compile.Stmt) (bool, any, error) {
 		}
 		m.vars[s.Name] = v
 		return false, nil, nil
-	case *compile.IfStmt:
+	case *ir.IfStmt:
 		if s == nil {
 			break
 		}
@@ -156,13 +156,13 @@ func (m *machine) stmt(s compile.Stmt) (bool, any, error) {
 	return false, nil, m.fail("internal error: nil or unsupported statement %T", s)
 }
 
-func (m *machine) eval(e compile.Expr) (any, error) {
+func (m *machine) eval(e ir.Expr) (any, error) {
 	if err := m.enter(); err != nil {
 		return nil, err
 	}
 	defer m.leave()
 	switch e := e.(type) {
-	case *compile.Literal:
+	case *ir.Literal:
 		if e == nil {
 			break
 		}
@@ -171,7 +171,7 @@ func (m *machine) eval(e compile.Expr) (any, error) {
 			return nil, m.fail("internal error: bad literal: %v", err)
 		}
 		return v, nil
-	case *compile.Interp:
+	case *ir.Interp:
 		if e == nil {
 			break
 		}
@@ -193,7 +193,7 @@ func (m *machine) eval(e compile.Expr) (any, error) {
 			b.WriteString(text)
 		}
 		return b.String(), nil
-	case *compile.Name:
+	case *ir.Name:
 		if e == nil {
 			break
 		}
@@ -202,7 +202,7 @@ func (m *machine) eval(e compile.Expr) (any, error) {
 			return nil, m.fail("unknown name `%s` (not a parameter, and not assigned before this line)", e.Name)
 		}
 		return v, nil
-	case *compile.Member:
+	case *ir.Member:
 		if e == nil {
 			break
 		}
@@ -214,7 +214,7 @@ func (m *machine) eval(e compile.Expr) (any, error) {
 			return obj[e.Name], nil // nil when absent
 		}
 		return nil, nil
-	case *compile.Unary:
+	case *ir.Unary:
 		if e == nil {
 			break
 		}
@@ -233,7 +233,7 @@ func (m *machine) eval(e compile.Expr) (any, error) {
 			return v, nil
 		}
 		return nil, m.fail("unsupported unary operator `%s`", e.Op)
-	case *compile.Binary:
+	case *ir.Binary:
 		if e == nil {
 			break
 		}
@@ -245,7 +245,7 @@ func (m *machine) eval(e compile.Expr) (any, error) {
 	return nil, m.fail("internal error: nil or unsupported expression %T", e)
 }
 
-func (m *machine) binary(e *compile.Binary) (any, error) {
+func (m *machine) binary(e *ir.Binary) (any, error) {
 	l, err := m.eval(e.L)
 	if err != nil {
 		return nil, err

@@ -9,14 +9,14 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
 )
 
-// Executor interprets native tool bodies (compile.BodyNative) in-process.
+// Executor interprets native tool bodies (ir.BodyNative) in-process.
 // It holds no state between calls, so one Executor serves any number of
 // concurrent calls; it exists as a type so that the runtime can register it
-// under compile.BodyNative like every other body kind.
+// under ir.BodyNative like every other body kind.
 type Executor struct{}
 
 // New returns the native executor for the runtime's executor table.
@@ -35,7 +35,7 @@ func (e *Executor) Execute(ctx context.Context, inv runtime.Invocation) (out run
 		return runtime.Outcome{}, fmt.Errorf("native executor: invocation has no tool: %w", runtime.ErrNotExecuted)
 	}
 	t := inv.Tool
-	if t.Body.Kind != compile.BodyNative {
+	if t.Body.Kind != ir.BodyNative {
 		return runtime.Outcome{}, fmt.Errorf("native executor: tool %s has a %q body, not a native one: %w",
 			t.Name, t.Body.Kind, runtime.ErrNotExecuted)
 	}
@@ -82,13 +82,13 @@ func (e *Executor) Execute(ctx context.Context, inv runtime.Invocation) (out run
 
 // notRun is the error of a call stopped by its context. The body is pure,
 // so a stopped call has no effect and counts as not executed.
-func notRun(t *compile.Tool, ctxErr error) error {
+func notRun(t *ir.Tool, ctxErr error) error {
 	return fmt.Errorf("native tool %s stopped before it finished (%w); native bodies are pure, so nothing took effect: %w",
 		t.Name, ctxErr, runtime.ErrNotExecuted)
 }
 
 // failure is the text of an unsuccessful outcome: the tool, where, what.
-func failure(t *compile.Tool, line int, msg string) string {
+func failure(t *ir.Tool, line int, msg string) string {
 	where := ""
 	switch {
 	case line > 0 && t.File != "":
@@ -103,7 +103,7 @@ func failure(t *compile.Tool, line int, msg string) string {
 // parameter of the schema that the arguments lack, bound to its declared
 // default or nil. The runtime already fills defaults; doing it again keeps
 // hand-built invocations working.
-func bindArguments(t *compile.Tool, raw json.RawMessage) (map[string]any, error) {
+func bindArguments(t *ir.Tool, raw json.RawMessage) (map[string]any, error) {
 	vars := map[string]any{}
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {

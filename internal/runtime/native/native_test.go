@@ -9,60 +9,60 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
 )
 
 // Tree builders: the tests build lowered bodies directly, without the
 // parser.
 
-func lit(v any) compile.Expr                    { return &compile.Literal{Value: v} }
-func name(n string) compile.Expr                { return &compile.Name{Name: n} }
-func mem(x compile.Expr, f string) compile.Expr { return &compile.Member{X: x, Name: f} }
-func un(op string, x compile.Expr) compile.Expr { return &compile.Unary{Op: op, X: x} }
-func bin(op string, l, r compile.Expr) compile.Expr {
-	return &compile.Binary{Op: op, L: l, R: r}
+func lit(v any) ir.Expr               { return &ir.Literal{Value: v} }
+func name(n string) ir.Expr           { return &ir.Name{Name: n} }
+func mem(x ir.Expr, f string) ir.Expr { return &ir.Member{X: x, Name: f} }
+func un(op string, x ir.Expr) ir.Expr { return &ir.Unary{Op: op, X: x} }
+func bin(op string, l, r ir.Expr) ir.Expr {
+	return &ir.Binary{Op: op, L: l, R: r}
 }
 
 // interp builds an interpolated string: string parts are text, Expr parts
 // are expressions.
-func interp(parts ...any) compile.Expr {
-	out := &compile.Interp{}
+func interp(parts ...any) ir.Expr {
+	out := &ir.Interp{}
 	for _, p := range parts {
 		switch p := p.(type) {
 		case string:
-			out.Parts = append(out.Parts, compile.InterpPart{Text: p})
-		case compile.Expr:
-			out.Parts = append(out.Parts, compile.InterpPart{Expr: p})
+			out.Parts = append(out.Parts, ir.InterpPart{Text: p})
+		case ir.Expr:
+			out.Parts = append(out.Parts, ir.InterpPart{Expr: p})
 		}
 	}
 	return out
 }
 
-func ret(e compile.Expr, line int) compile.Stmt { return &compile.ReturnStmt{Value: e, Line: line} }
-func prt(e compile.Expr, line int) compile.Stmt { return &compile.PrintStmt{Value: e, Line: line} }
-func set(n string, e compile.Expr, line int) compile.Stmt {
-	return &compile.AssignStmt{Name: n, Value: e, Line: line}
+func ret(e ir.Expr, line int) ir.Stmt { return &ir.ReturnStmt{Value: e, Line: line} }
+func prt(e ir.Expr, line int) ir.Stmt { return &ir.PrintStmt{Value: e, Line: line} }
+func set(n string, e ir.Expr, line int) ir.Stmt {
+	return &ir.AssignStmt{Name: n, Value: e, Line: line}
 }
-func ifs(c compile.Expr, then, els []compile.Stmt, line int) compile.Stmt {
-	return &compile.IfStmt{Cond: c, Then: then, Else: els, Line: line}
+func ifs(c ir.Expr, then, els []ir.Stmt, line int) ir.Stmt {
+	return &ir.IfStmt{Cond: c, Then: then, Else: els, Line: line}
 }
-func body(s ...compile.Stmt) []compile.Stmt { return s }
+func body(s ...ir.Stmt) []ir.Stmt { return s }
 
 // nativeTool is a native tool named "t" declared in tools.nx.
-func nativeTool(params string, stmts ...compile.Stmt) *compile.Tool {
+func nativeTool(params string, stmts ...ir.Stmt) *ir.Tool {
 	if params == "" {
 		params = `{"type":"object","properties":{},"additionalProperties":false}`
 	}
-	return &compile.Tool{
+	return &ir.Tool{
 		Name:       "t",
 		Parameters: json.RawMessage(params),
-		Body:       compile.Body{Kind: compile.BodyNative, Native: stmts},
+		Body:       ir.Body{Kind: ir.BodyNative, Native: stmts},
 		File:       "/src/tools.nx",
 	}
 }
 
-func run(t *testing.T, tool *compile.Tool, args string) runtime.Outcome {
+func run(t *testing.T, tool *ir.Tool, args string) runtime.Outcome {
 	t.Helper()
 	out, err := New().Execute(context.Background(), runtime.Invocation{Tool: tool, Arguments: json.RawMessage(args)})
 	if err != nil {
@@ -75,7 +75,7 @@ func run(t *testing.T, tool *compile.Tool, args string) runtime.Outcome {
 }
 
 // expectOK runs a body and wants a successful result.
-func expectOK(t *testing.T, tool *compile.Tool, args, want string) {
+func expectOK(t *testing.T, tool *ir.Tool, args, want string) {
 	t.Helper()
 	out := run(t, tool, args)
 	if !out.Success || out.Output != want {
@@ -85,7 +85,7 @@ func expectOK(t *testing.T, tool *compile.Tool, args, want string) {
 
 // expectFail runs a body and wants an error result containing every
 // fragment.
-func expectFail(t *testing.T, tool *compile.Tool, args string, fragments ...string) {
+func expectFail(t *testing.T, tool *ir.Tool, args string, fragments ...string) {
 	t.Helper()
 	out := run(t, tool, args)
 	if out.Success {
@@ -103,7 +103,7 @@ const anyParams = `{"type":"object","properties":{"x":{},"y":{},"s":{},"user":{}
 func TestReturnValues(t *testing.T) {
 	cases := []struct {
 		name string
-		e    compile.Expr
+		e    ir.Expr
 		args string
 		want string
 	}{
@@ -158,7 +158,7 @@ func TestInterpolation(t *testing.T) {
 func TestPlus(t *testing.T) {
 	cases := []struct {
 		name string
-		l, r compile.Expr
+		l, r ir.Expr
 		want string
 	}{
 		{"text and int", lit("n="), lit(int64(3)), "n=3"},
@@ -462,7 +462,7 @@ func TestConcatenationCap(t *testing.T) {
 	mib := strings.Repeat("a", 1<<20)
 	args, _ := json.Marshal(map[string]string{"s": mib})
 	// 1 MiB doubled four times is exactly 16 MiB: allowed.
-	double := func(line int) compile.Stmt { return set("s", bin("+", name("s"), name("s")), line) }
+	double := func(line int) ir.Stmt { return set("s", bin("+", name("s"), name("s")), line) }
 	tool := nativeTool(params, double(1), double(2), double(3), double(4), ret(lit("ok"), 5))
 	expectOK(t, tool, string(args), "ok")
 	// Once more is over the cap.
@@ -529,7 +529,7 @@ func TestWrongInvocation(t *testing.T) {
 		t.Fatalf("nil tool: %v", err)
 	}
 	tool := nativeTool("")
-	tool.Body = compile.Body{Kind: compile.BodyPython, Python: "return 1"}
+	tool.Body = ir.Body{Kind: ir.BodyPython, Python: "return 1"}
 	_, err = New().Execute(context.Background(), runtime.Invocation{Tool: tool})
 	if !errors.Is(err, runtime.ErrNotExecuted) || !strings.Contains(err.Error(), "not a native one") {
 		t.Fatalf("python body: %v", err)
@@ -553,21 +553,21 @@ func TestMalformedTrees(t *testing.T) {
 	expectFail(t, nativeTool("", set("a", nil, 1)), "", "line 1", "internal error: missing expression")
 	expectFail(t, nativeTool("", ret(bin("+", nil, lit(int64(1))), 2)), "", "line 2", "internal error")
 	expectFail(t, nativeTool("", nil), "", "internal error")
-	expectFail(t, nativeTool("", ret((*compile.Literal)(nil), 1)), "", "internal error")
-	expectFail(t, nativeTool("", (*compile.ReturnStmt)(nil)), "", "internal error")
+	expectFail(t, nativeTool("", ret((*ir.Literal)(nil), 1)), "", "internal error")
+	expectFail(t, nativeTool("", (*ir.ReturnStmt)(nil)), "", "internal error")
 	expectFail(t, nativeTool("", ret(lit(struct{}{}), 1)), "", "bad literal")
 	expectFail(t, nativeTool("", ret(bin("**", lit(int64(1)), lit(int64(2))), 1)), "", "unsupported operator `**`")
 	expectFail(t, nativeTool("", ret(un("~", lit(int64(1))), 1)), "", "unsupported unary operator `~`")
 	// A cyclic expression ends at MaxDepth.
-	cyc := &compile.Binary{Op: "+", R: lit(int64(1))}
+	cyc := &ir.Binary{Op: "+", R: lit(int64(1))}
 	cyc.L = cyc
 	expectFail(t, nativeTool("", ret(cyc, 3)), "", "line 3", "nested more than")
 	// So does a cyclic statement tree.
-	loop := &compile.IfStmt{Cond: lit(true), Line: 5}
-	loop.Then = []compile.Stmt{loop}
+	loop := &ir.IfStmt{Cond: lit(true), Line: 5}
+	loop.Then = []ir.Stmt{loop}
 	expectFail(t, nativeTool("", loop), "", "nested more than")
 	// A deep but legal chain (as the compiler may produce) works.
-	var e compile.Expr = lit(int64(0))
+	var e ir.Expr = lit(int64(0))
 	for i := 0; i < 1000; i++ {
 		e = bin("+", e, lit(int64(1)))
 	}

@@ -21,7 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/proctree"
 	"github.com/nexa-run/nexa/internal/runtime/sandbox"
@@ -316,7 +316,7 @@ func buildRequest(inv runtime.Invocation) (*request, error) {
 	}
 	req := &request{Function: t.Name, Arguments: args, Secrets: secrets, Params: []string{}}
 	switch {
-	case t.Body.Kind != "" && t.Body.Kind != compile.BodyPython:
+	case t.Body.Kind != "" && t.Body.Kind != ir.BodyPython:
 		return nil, fmt.Errorf("tool body is %s, not python", t.Body.Kind)
 	case t.Body.PythonFile != "":
 		req.Kind = "file"
@@ -326,7 +326,7 @@ func buildRequest(inv runtime.Invocation) (*request, error) {
 		}
 	default:
 		req.Kind = "body"
-		req.Source = compile.RemoveMargin(t.Body.Python)
+		req.Source = ir.RemoveMargin(t.Body.Python)
 		props, err := schemaProperties(t.Parameters)
 		if err != nil {
 			return nil, err

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
 )
 
@@ -49,7 +49,7 @@ func (s *syncBuffer) String() string {
 
 // bodyTool builds a python! tool whose parameters are strings (or have the
 // given schema fragment after a colon: "n:{\"type\":\"integer\",\"default\":3}").
-func bodyTool(name, body string, params ...string) *compile.Tool {
+func bodyTool(name, body string, params ...string) *ir.Tool {
 	var props []string
 	for _, p := range params {
 		pname, schema, ok := strings.Cut(p, ":")
@@ -59,11 +59,11 @@ func bodyTool(name, body string, params ...string) *compile.Tool {
 		props = append(props, strconv.Quote(pname)+":"+schema)
 	}
 	schema := `{"type":"object","properties":{` + strings.Join(props, ",") + `},"additionalProperties":false}`
-	return &compile.Tool{
+	return &ir.Tool{
 		Name:       name,
 		Parameters: json.RawMessage(schema),
 		Timeout:    60,
-		Body:       compile.Body{Kind: compile.BodyPython, Python: body},
+		Body:       ir.Body{Kind: ir.BodyPython, Python: body},
 	}
 }
 
@@ -72,7 +72,7 @@ type call struct {
 	// cold makes the default executor (exec nil) run the call on the
 	// per-call path (Options.NoWarm) instead of forking it from a zygote.
 	cold    bool
-	tool    *compile.Tool
+	tool    *ir.Tool
 	args    any
 	secrets map[string]string
 	timeout time.Duration
@@ -661,8 +661,8 @@ def other():
 		if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		tool := &compile.Tool{Name: "legacy_tool", Parameters: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}}}`),
-			Body: compile.Body{Kind: compile.BodyPython, PythonFile: path}}
+		tool := &ir.Tool{Name: "legacy_tool", Parameters: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}}}`),
+			Body: ir.Body{Kind: ir.BodyPython, PythonFile: path}}
 		r := call{cold: cold, tool: tool, args: map[string]any{"query": "héllo"}, secrets: map[string]string{"K": "v"}}.do(t)
 		got, log := mustSucceed(t, r), r.log
 		if want := `{"q": "HÉLLO", "limit": 2, "key": "v"}`; got != want {

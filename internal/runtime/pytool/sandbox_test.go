@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/sandbox"
 )
@@ -40,7 +40,7 @@ func requireSandbox(t *testing.T) *Executor {
 	return ex
 }
 
-func sandboxedTool(name, body string, params ...string) *compile.Tool {
+func sandboxedTool(name, body string, params ...string) *ir.Tool {
 	tool := bodyTool(name, body, params...)
 	tool.Sandbox = true
 	return tool
@@ -388,12 +388,12 @@ func TestSandboxedLegacyFileOutsideWorkDir(t *testing.T) {
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tool := &compile.Tool{
+	tool := &ir.Tool{
 		Name:       "legacy",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`),
 		Timeout:    60,
 		Sandbox:    true,
-		Body:       compile.Body{Kind: compile.BodyPython, PythonFile: file},
+		Body:       ir.Body{Kind: ir.BodyPython, PythonFile: file},
 	}
 	got := mustSucceedSandboxed(t, call{exec: ex, tool: tool, args: map[string]string{"name": "box"}}.do(t))
 	if got != "hello box" {

@@ -18,12 +18,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
 )
 
 // invoke runs tool on ex as call callID and returns the result.
-func invoke(t *testing.T, ex *Executor, tool *compile.Tool, args any, dir, callID string, secrets map[string]string) result {
+func invoke(t *testing.T, ex *Executor, tool *ir.Tool, args any, dir, callID string, secrets map[string]string) result {
 	t.Helper()
 	raw := json.RawMessage(`{}`)
 	if args != nil {

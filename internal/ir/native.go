@@ -1,4 +1,4 @@
-package compile
+package ir
 
 // Stmt is one lowered statement of a native tool body: *ReturnStmt,
 // *PrintStmt, *AssignStmt or *IfStmt. The set is closed (the unexported
@@ -119,38 +119,38 @@ func (*Binary) expr()  {}
 // unambiguous (it is part of the program hash) and readable in tests.
 
 // nodeObj returns the JSON object form of a statement or expression.
-func nodeObj(n any) *obj {
+func nodeObj(n any) *Object {
 	switch x := n.(type) {
 	case *ReturnStmt:
-		return newObj().set("kind", "return").set("value", exprJSON(x.Value))
+		return NewObject().Set("kind", "return").Set("value", exprJSON(x.Value))
 	case *PrintStmt:
-		return newObj().set("kind", "print").set("value", exprJSON(x.Value))
+		return NewObject().Set("kind", "print").Set("value", exprJSON(x.Value))
 	case *AssignStmt:
-		return newObj().set("kind", "assign").set("name", x.Name).set("value", exprJSON(x.Value))
+		return NewObject().Set("kind", "assign").Set("name", x.Name).Set("value", exprJSON(x.Value))
 	case *IfStmt:
-		return newObj().set("kind", "if").set("cond", exprJSON(x.Cond)).set("then", stmtsJSON(x.Then)).set("else", stmtsJSON(x.Else))
+		return NewObject().Set("kind", "if").Set("cond", exprJSON(x.Cond)).Set("then", StmtsJSON(x.Then)).Set("else", StmtsJSON(x.Else))
 	case *Literal:
-		return newObj().set("kind", "literal").set("value", x.Value)
+		return NewObject().Set("kind", "literal").Set("value", x.Value)
 	case *Interp:
 		parts := make([]any, len(x.Parts))
 		for i, p := range x.Parts {
 			if p.Expr != nil {
-				parts[i] = newObj().set("expr", exprJSON(p.Expr))
+				parts[i] = NewObject().Set("expr", exprJSON(p.Expr))
 			} else {
-				parts[i] = newObj().set("text", p.Text)
+				parts[i] = NewObject().Set("text", p.Text)
 			}
 		}
-		return newObj().set("kind", "interp").set("parts", parts)
+		return NewObject().Set("kind", "interp").Set("parts", parts)
 	case *Name:
-		return newObj().set("kind", "name").set("name", x.Name)
+		return NewObject().Set("kind", "name").Set("name", x.Name)
 	case *Member:
-		return newObj().set("kind", "member").set("x", exprJSON(x.X)).set("name", x.Name)
+		return NewObject().Set("kind", "member").Set("x", exprJSON(x.X)).Set("name", x.Name)
 	case *Unary:
-		return newObj().set("kind", "unary").set("op", x.Op).set("x", exprJSON(x.X))
+		return NewObject().Set("kind", "unary").Set("op", x.Op).Set("x", exprJSON(x.X))
 	case *Binary:
-		return newObj().set("kind", "binary").set("op", x.Op).set("l", exprJSON(x.L)).set("r", exprJSON(x.R))
+		return NewObject().Set("kind", "binary").Set("op", x.Op).Set("l", exprJSON(x.L)).Set("r", exprJSON(x.R))
 	}
-	return newObj()
+	return NewObject()
 }
 
 func exprJSON(e Expr) any {
@@ -160,7 +160,9 @@ func exprJSON(e Expr) any {
 	return nodeObj(e)
 }
 
-func stmtsJSON(ss []Stmt) []any {
+// StmtsJSON is the JSON form of a native body, as the canonical IR (and
+// so the program hash) encodes it.
+func StmtsJSON(ss []Stmt) []any {
 	out := make([]any, len(ss))
 	for i, s := range ss {
 		out[i] = nodeObj(s)
@@ -169,31 +171,31 @@ func stmtsJSON(ss []Stmt) []any {
 }
 
 // MarshalJSON implements json.Marshaler.
-func (s *ReturnStmt) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(s)), nil }
+func (s *ReturnStmt) MarshalJSON() ([]byte, error) { return CanonicalJSON(nodeObj(s)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (s *PrintStmt) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(s)), nil }
+func (s *PrintStmt) MarshalJSON() ([]byte, error) { return CanonicalJSON(nodeObj(s)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (s *AssignStmt) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(s)), nil }
+func (s *AssignStmt) MarshalJSON() ([]byte, error) { return CanonicalJSON(nodeObj(s)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (s *IfStmt) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(s)), nil }
+func (s *IfStmt) MarshalJSON() ([]byte, error) { return CanonicalJSON(nodeObj(s)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Literal) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(e)), nil }
+func (e *Literal) MarshalJSON() ([]byte, error) { return CanonicalJSON(nodeObj(e)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Interp) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(e)), nil }
+func (e *Interp) MarshalJSON() ([]byte, error) { return CanonicalJSON(nodeObj(e)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Name) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(e)), nil }
+func (e *Name) MarshalJSON() ([]byte, error) { return CanonicalJSON(nodeObj(e)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Member) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(e)), nil }
+func (e *Member) MarshalJSON() ([]byte, error) { return CanonicalJSON(nodeObj(e)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Unary) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(e)), nil }
+func (e *Unary) MarshalJSON() ([]byte, error) { return CanonicalJSON(nodeObj(e)), nil }
 
 // MarshalJSON implements json.Marshaler.
-func (e *Binary) MarshalJSON() ([]byte, error) { return canonicalJSON(nodeObj(e)), nil }
+func (e *Binary) MarshalJSON() ([]byte, error) { return CanonicalJSON(nodeObj(e)), nil }

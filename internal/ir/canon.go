@@ -1,4 +1,4 @@
-package compile
+package ir
 
 import (
 	"bytes"
@@ -6,33 +6,30 @@ import (
 	"fmt"
 )
 
-// canonicalJSON is the one JSON encoding of the compiler (schemas sent to
+// CanonicalJSON is the one JSON encoding of the IR (schemas sent to
 // models, the canonical IR the program hash covers): encoding/json's
 // compact output with HTML escaping off, so that <, > and & stay readable
 // in schemas and prompts. Everything else is encoding/json's: struct fields
 // in declaration order, map keys sorted, invalid UTF-8 as U+FFFD, U+2028 and
-// U+2029 escaped, numbers as strconv formats them. An obj keeps its keys in
+// U+2029 escaped, numbers as strconv formats them. An Object keeps its keys in
 // insertion order.
 //
 // The IR holds only strings, whole numbers, finite floats, bools, lists,
 // maps and objs, which always encode; an error here is a bug in the
 // compiler, reported as such rather than hidden.
-func canonicalJSON(v any) []byte {
+func CanonicalJSON(v any) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		panic(fmt.Sprintf("compile: cannot encode %T as JSON: %v", v, err))
+		panic(fmt.Sprintf("ir: cannot encode %T as JSON: %v", v, err))
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
-// compactJSON encodes v without spaces.
-func compactJSON(v any) json.RawMessage { return canonicalJSON(v) }
-
 // MarshalJSON encodes the keys in insertion order, with one encoder for
 // the object (schemas are encoded on every compile).
-func (o *obj) MarshalJSON() ([]byte, error) {
+func (o *Object) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

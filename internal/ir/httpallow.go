@@ -1,4 +1,4 @@
-package compile
+package ir
 
 import (
 	"fmt"
@@ -89,8 +89,8 @@ func validHostName(s string) bool {
 	return true
 }
 
-// formatHTTPAllow writes a parsed entry back in canonical form.
-func formatHTTPAllow(host string, port int) string {
+// FormatHTTPAllow writes a parsed entry back in canonical form.
+func FormatHTTPAllow(host string, port int) string {
 	if port == 0 {
 		return host
 	}
