@@ -470,8 +470,11 @@ func builtinTool(d stdlib.Tool) *ir.Tool {
 	if returns == "" {
 		returns = "string"
 	}
+	// The declarations are this project's own; a schema that cannot be
+	// read leaves the tool without Params (a test reads every one).
+	list, _ := ir.ParamsFromSchema(params)
 	return &ir.Tool{
-		Name: d.Name, Description: d.Description, Parameters: params, Returns: returns,
+		Name: d.Name, Description: d.Description, Parameters: params, Params: list, Returns: returns,
 		Risk: d.Risk, Timeout: d.Timeout, Idempotent: d.Idempotent, Category: d.Namespace,
 		Body: ir.Body{Kind: ir.BodyBuiltin},
 	}

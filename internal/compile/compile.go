@@ -152,7 +152,7 @@ type agentDecl struct {
 type protoDecl struct {
 	decl      *lang.Protocol
 	src       *source
-	schema    *ir.Object
+	typ       *ir.Type
 	resolving bool
 }
 
@@ -411,7 +411,7 @@ func (c *compiler) finish() (*ir.Program, Diagnostics) {
 		prog.Files = append(prog.Files, s.path)
 	}
 	for _, p := range c.protos {
-		sch := c.protocolSchema(p, p.decl.Pos)
+		sch := c.protocolType(p, p.decl.Pos).Schema()
 		prog.Protocols = append(prog.Protocols, &ir.Protocol{
 			Name: p.decl.DeclName(), Schema: ir.CanonicalJSON(sch), File: p.src.path, Line: p.decl.Pos.Line,
 		})
@@ -504,7 +504,7 @@ func (c *compiler) collectFile(s *source) {
 			// add errors to the syntax error already reported
 			switch v.Kind {
 			case "protocol":
-				c.protocols[name] = &protoDecl{decl: &lang.Protocol{Pos: v.Pos, Name: &lang.Name{Pos: v.NameAt, Name: name}}, src: s, schema: ir.NewObject().Set("type", "object")}
+				c.protocols[name] = &protoDecl{decl: &lang.Protocol{Pos: v.Pos, Name: &lang.Name{Pos: v.NameAt, Name: name}}, src: s, typ: &ir.Type{Kind: ir.KindMap}}
 			case "tool":
 				c.brokenTools = append(c.brokenTools, name)
 			}

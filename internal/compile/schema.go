@@ -10,23 +10,21 @@ import (
 	"github.com/nexa-run/nexa/internal/lang"
 )
 
-// The schemas of the primitive types, shared by every use (never changed:
-// see obj), and their nullable forms.
+// The primitive types, shared by every use: a resolved type may be shared
+// (these, protocol types), so clone one (cloneType) before changing it.
 var (
-	schemaString      = ir.NewObject().Set("type", "string")
-	schemaInteger     = ir.NewObject().Set("type", "integer")
-	schemaNumber      = ir.NewObject().Set("type", "number")
-	schemaBoolean     = ir.NewObject().Set("type", "boolean")
-	schemaNull        = ir.NewObject().Set("type", "null")
-	schemaAny         = ir.NewObject()
-	nullableSchemas   = map[*ir.Object]*ir.Object{}
-	primitiveNullable = []*ir.Object{schemaString, schemaInteger, schemaNumber, schemaBoolean, schemaNull}
+	typeString  = &ir.Type{Kind: ir.KindString}
+	typeInteger = &ir.Type{Kind: ir.KindInteger}
+	typeNumber  = &ir.Type{Kind: ir.KindNumber}
+	typeBoolean = &ir.Type{Kind: ir.KindBoolean}
+	typeNull    = &ir.Type{Kind: ir.KindNull}
+	typeAny     = &ir.Type{Kind: ir.KindAny}
 )
 
-func init() {
-	for _, s := range primitiveNullable {
-		nullableSchemas[s] = nullableOf(s)
-	}
+// cloneType returns a copy of t that can be changed without changing t.
+func cloneType(t *ir.Type) *ir.Type {
+	c := *t
+	return &c
 }
 
 // typeCtx names what is being typed ("parameter q of tool search"), for
@@ -35,23 +33,23 @@ type typeCtx [4]string
 
 func (t typeCtx) String() string { return t[0] + t[1] + t[2] + t[3] }
 
-// typeInfo is a resolved type: its schema and whether null is allowed.
+// typeInfo is a resolved type and whether null is allowed besides it.
 type typeInfo struct {
-	schema   *ir.Object
+	typ      *ir.Type
 	optional bool
 }
 
 // builtinTypes are the type names of language.md 4.1 and their 2.x
-// aliases: the schema of each scalar type, or nil for the generic ones
-// (list, dict, Option, Result), whose schemas resolveTerm builds from their
+// aliases: the type of each scalar type, or nil for the generic ones
+// (list, dict, Option, Result), whose types resolveTerm builds from their
 // arguments. Resolution, the "takes no type arguments" check and the
 // suggestions for an unknown name all read this one table.
-var builtinTypes = map[string]*ir.Object{
-	"string": schemaString, "str": schemaString,
-	"int": schemaInteger, "integer": schemaInteger,
-	"float": schemaNumber, "number": schemaNumber,
-	"bool": schemaBoolean, "boolean": schemaBoolean,
-	"any": schemaAny, "unit": schemaNull,
+var builtinTypes = map[string]*ir.Type{
+	"string": typeString, "str": typeString,
+	"int": typeInteger, "integer": typeInteger,
+	"float": typeNumber, "number": typeNumber,
+	"bool": typeBoolean, "boolean": typeBoolean,
+	"any": typeAny, "unit": typeNull,
 	"list": nil, "dict": nil, "Option": nil, "Optional": nil, "Result": nil,
 }
 
@@ -64,11 +62,11 @@ func (c *compiler) typeNames() []string {
 	return names
 }
 
-// resolveType maps a type expression to JSON Schema, reporting unknown
+// resolveType maps a type expression to an IR type, reporting unknown
 // names. ctx names what is being typed, for messages.
 func (c *compiler) resolveType(t *lang.TypeExpr, ctx typeCtx) typeInfo {
 	if t == nil || len(t.Alts) == 0 {
-		return typeInfo{schema: schemaString}
+		return typeInfo{typ: typeString}
 	}
 	if len(t.Alts) == 1 {
 		return c.resolveTerm(t.Alts[0], ctx)
@@ -85,11 +83,11 @@ func (c *compiler) resolveType(t *lang.TypeExpr, ctx typeCtx) typeInfo {
 	if len(alts) == 1 {
 		return alts[0]
 	}
-	schemas := make([]any, 0, len(alts))
+	types := make([]*ir.Type, 0, len(alts))
 	for _, a := range alts {
-		schemas = append(schemas, a.schema)
+		types = append(types, a.typ)
 	}
-	return typeInfo{schema: ir.NewObject().Set("anyOf", schemas), optional: optional}
+	return typeInfo{typ: &ir.Type{Kind: ir.KindUnion, Alts: types}, optional: optional}
 }
 
 func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
@@ -100,7 +98,7 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 		// a quoted type name counts as that type: "int", "list[str]"
 		inner, ok := c.parseQuotedType(t.Quoted)
 		if !ok {
-			return typeInfo{schema: schemaString}
+			return typeInfo{typ: typeString}
 		}
 		ti := c.resolveType(inner, ctx)
 		if t.Optional {
@@ -112,35 +110,35 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 	scalar := builtinTypes[name]
 	switch {
 	case scalar != nil:
-		ti.schema = scalar
+		ti.typ = scalar
 		if len(args) > 0 {
 			c.errorAt(pos, lang.CodeUnknownType, "only list, dict, Option and Result take type arguments",
 				"type `%s` takes no type arguments", name)
 		}
 	case name == "list":
-		ti.schema = ir.NewObject().Set("type", "array")
+		ti.typ = &ir.Type{Kind: ir.KindArray}
 		if len(args) > 1 {
 			c.errorAt(pos, lang.CodeUnknownType, "write list[T]", "list takes one type argument, found %d", len(args))
 		}
 		if len(args) >= 1 {
 			item := c.resolveType(args[0], ctx)
-			ti.schema.Set("items", nullable(item))
+			ti.typ.Items = nullable(item)
 		}
 	case name == "dict":
-		ti.schema = ir.NewObject().Set("type", "object")
+		ti.typ = &ir.Type{Kind: ir.KindMap}
 		switch len(args) {
 		case 0:
 		case 2:
 			k := c.resolveType(args[0], ctx)
-			if tv, _ := k.schema.Get("type"); tv != "string" {
+			if k.typ.JSONType() != "string" {
 				c.errorAt(args[0].Pos, lang.CodeUnknownType, "JSON object keys are strings: write dict[str, V]",
 					"dictionary keys must be strings, found %s", args[0].String())
 			}
 			v := c.resolveType(args[1], ctx)
-			ti.schema.Set("additionalProperties", nullable(v))
+			ti.typ.Values = nullable(v)
 		case 1:
 			v := c.resolveType(args[0], ctx)
-			ti.schema.Set("additionalProperties", nullable(v))
+			ti.typ.Values = nullable(v)
 		default:
 			c.errorAt(pos, lang.CodeUnknownType, "write dict or dict[K, V]", "dict takes two type arguments, found %d", len(args))
 		}
@@ -148,23 +146,23 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 		// Result[T, E] (2.x): the value is either a T or an E
 		if len(args) != 2 {
 			c.errorAt(pos, lang.CodeUnknownType, "write Result[T, E]", "Result takes two type arguments, found %d", len(args))
-			ti.schema = schemaString
+			ti.typ = typeString
 			break
 		}
 		ok := c.resolveType(args[0], ctx)
 		bad := c.resolveType(args[1], ctx)
-		ti.schema = ir.NewObject().Set("anyOf", []any{nullable(ok), nullable(bad)})
+		ti.typ = &ir.Type{Kind: ir.KindUnion, Alts: []*ir.Type{nullable(ok), nullable(bad)}}
 	case name == "Option" || name == "Optional":
 		if len(args) != 1 {
 			c.errorAt(pos, lang.CodeUnknownType, "write Option[T]", "%s takes one type argument, found %d", name, len(args))
-			ti.schema = schemaString
+			ti.typ = typeString
 		} else {
 			ti = c.resolveType(args[0], ctx)
 		}
 		ti.optional = true
 	default:
 		if p, ok := c.protocols[name]; ok {
-			ti.schema = c.protocolSchema(p, pos)
+			ti.typ = c.protocolType(p, pos)
 		} else if a, ok := c.aliases[name]; ok {
 			ti = c.aliasType(a, pos, ctx)
 		} else {
@@ -173,7 +171,7 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 				hint = fmt.Sprintf("did you mean `%s`?", best)
 			}
 			c.errorAt(pos, lang.CodeUnknownType, hint, "unknown type `%s` in %s", name, ctx)
-			ti.schema = schemaString
+			ti.typ = typeString
 		}
 		if len(args) > 0 {
 			c.errorAt(pos, lang.CodeUnknownType, "only list, dict, Option and Result take type arguments",
@@ -186,35 +184,31 @@ func (c *compiler) resolveTerm(t *lang.TypeTerm, ctx typeCtx) typeInfo {
 	return ti
 }
 
-// nullable returns the schema of a type that may also be null when optional.
-func nullable(ti typeInfo) *ir.Object {
+// nullable returns the type, allowing null too when it is optional.
+func nullable(ti typeInfo) *ir.Type {
 	if !ti.optional {
-		return ti.schema
+		return ti.typ
 	}
-	if n, ok := nullableSchemas[ti.schema]; ok {
-		return n
-	}
-	return nullableOf(ti.schema)
+	return nullableOf(ti.typ)
 }
 
-// nullableOf is the schema s with null allowed.
-func nullableOf(s *ir.Object) *ir.Object {
-	if tv, ok := s.Get("type"); ok {
-		if ts, ok := tv.(string); ok {
-			out := s.Clone()
-			out.Set("type", []string{ts, "null"})
-			return out
-		}
+// nullableOf is t with null allowed: a kind with a JSON type lists "null"
+// beside it, a plain union gains a null alternative, any already allows
+// null, and anything else (a described union or any, a type already
+// nullable) becomes a union of itself and null.
+func nullableOf(t *ir.Type) *ir.Type {
+	switch {
+	case t.Kind != ir.KindAny && t.Kind != ir.KindUnion && !t.Nullable:
+		out := cloneType(t)
+		out.Nullable = true
+		return out
+	case t.Kind == ir.KindUnion && t.Description == "":
+		alts := append([]*ir.Type{}, t.Alts...)
+		return &ir.Type{Kind: ir.KindUnion, Alts: append(alts, &ir.Type{Kind: ir.KindNull})}
+	case t.Kind == ir.KindAny && t.Description == "":
+		return t // any: null included
 	}
-	if _, ok := s.Get("anyOf"); ok && s.Len() == 1 {
-		alts, _ := s.Get("anyOf")
-		list := append([]any{}, alts.([]any)...)
-		return ir.NewObject().Set("anyOf", append(list, ir.NewObject().Set("type", "null")))
-	}
-	if s.Len() == 0 {
-		return s // any: null included
-	}
-	return ir.NewObject().Set("anyOf", []any{s, ir.NewObject().Set("type", "null")})
+	return &ir.Type{Kind: ir.KindUnion, Alts: []*ir.Type{t, {Kind: ir.KindNull}}}
 }
 
 // parseQuotedType reads the type inside a quoted type name.
@@ -228,63 +222,60 @@ func (c *compiler) parseQuotedType(s *lang.StringLit) (*lang.TypeExpr, bool) {
 	return te, true
 }
 
-// protocolSchema returns the object schema of a protocol, computing it once;
+// protocolType returns the record type of a protocol, computing it once;
 // a protocol that contains itself is an error.
-func (c *compiler) protocolSchema(p *protoDecl, at lang.Position) *ir.Object {
-	if p.schema != nil {
-		return p.schema
+func (c *compiler) protocolType(p *protoDecl, at lang.Position) *ir.Type {
+	if p.typ != nil {
+		return p.typ
 	}
 	if p.resolving {
 		c.errorAt(at, lang.CodeUnknownType, "use a list or an optional field for recursive data, or flatten it",
 			"protocol %s contains itself", p.decl.DeclName())
-		return ir.NewObject().Set("type", "object")
+		return &ir.Type{Kind: ir.KindMap}
 	}
 	p.resolving = true
-	props := ir.NewObject()
-	required := []string{}
+	fields := []ir.Field{}
 	for _, f := range p.decl.Fields {
 		name := f.Key.Name()
-		if _, dup := props.Get(name); dup {
+		if slices.ContainsFunc(fields, func(f ir.Field) bool { return f.Name == name }) {
 			c.errorAt(f.Pos, lang.CodeDuplicate, "remove one of them", "field `%s` appears twice in protocol %s", name, p.decl.DeclName())
 			continue
 		}
 		ti := c.resolveType(f.Type, typeCtx{"field ", name, " of protocol ", p.decl.DeclName()})
-		props.Set(name, nullable(ti))
-		required = append(required, name)
+		fields = append(fields, ir.Field{Name: name, Type: nullable(ti)})
 	}
-	p.schema = ir.NewObject().Set("type", "object").Set("properties", props).
-		Set("required", required).Set("additionalProperties", false)
+	p.typ = &ir.Type{Kind: ir.KindRecord, Fields: fields}
 	p.resolving = false
-	return p.schema
+	return p.typ
 }
 
 // aliasType resolves a `type Name = T @ "constraint"` declaration; the
-// constraint becomes the schema's description.
+// constraint becomes the type's description.
 func (c *compiler) aliasType(a *aliasDecl, at lang.Position, ctx typeCtx) typeInfo {
 	for _, r := range c.aliasStack {
 		if r == a {
 			c.errorAt(at, lang.CodeUnknownType, "a type alias cannot refer to itself", "type %s refers to itself", a.decl.Name.Name)
-			return typeInfo{schema: schemaString}
+			return typeInfo{typ: typeString}
 		}
 	}
 	c.aliasStack = append(c.aliasStack, a)
 	defer func() { c.aliasStack = c.aliasStack[:len(c.aliasStack)-1] }()
 	ti := c.resolveType(a.decl.Type, ctx)
 	if a.decl.Constraint != nil {
-		ti.schema = ti.schema.Clone().Set("description", a.decl.Constraint.Value())
+		ti.typ = cloneType(ti.typ)
+		ti.typ.Description = a.decl.Constraint.Value()
 	}
 	return ti
 }
 
 // defaultJSON converts a default value to JSON, checking it against the
-// parameter's schema type.
+// parameter's type.
 func (c *compiler) defaultJSON(v *lang.Value, ti typeInfo, param string) (any, bool) {
 	val, ok := c.valueJSON(v)
 	if !ok {
 		return nil, false
 	}
-	want, _ := ti.schema.Get("type")
-	wantS, _ := want.(string)
+	wantS := ti.typ.JSONType()
 	okType := true
 	switch wantS {
 	case "string":

@@ -66,8 +66,7 @@ func (c *compiler) compileToolFn(fn *lang.ToolFn, src *source) *ir.Tool {
 		c.errorAt(deco.Pos, lang.CodeMissingDesc, `the first argument of @tool is the description the model reads: @tool("Search the web", …)`,
 			"tool %s needs a non-empty description", name)
 	}
-	properties := ir.NewObject()
-	required := make([]string, 0, len(fn.Params))
+	params := make([]ir.Param, 0, len(fn.Params))
 	for i, p := range fn.Params {
 		if prev := findParam(fn.Params[:i], p.Name); prev != nil {
 			c.add(Diagnostic{File: p.Pos.Filename, Line: p.Pos.Line, Column: p.Pos.Column, Code: lang.CodeDuplicate,
@@ -84,33 +83,24 @@ func (c *compiler) compileToolFn(fn *lang.ToolFn, src *source) *ir.Tool {
 			continue
 		}
 		ti := c.resolveType(p.Type, typeCtx{"parameter ", p.Name, " of tool ", name})
-		ps := nullable(ti)
-		desc := "Parameter " + p.Name
+		param := ir.Param{Name: p.Name, Type: nullable(ti), Description: "Parameter " + p.Name, Required: !ti.optional}
 		if p.Doc != "" {
-			desc = p.Doc
+			param.Description = p.Doc
 		}
-		if constraint, ok := ps.Get("description"); ok {
+		if constraint := param.Type.Description; constraint != "" {
 			// a semantic type's constraint (type Email = str @ "…")
-			desc += " (" + fmt.Sprint(constraint) + ")"
+			param.Description += " (" + constraint + ")"
 		}
-		var def any
-		hasDef := false
-		optional := ti.optional
 		if p.Default != nil {
-			def, hasDef = c.defaultJSON(p.Default, ti, p.Name)
-			optional = true
+			if def, ok := c.defaultJSON(p.Default, ti, p.Name); ok {
+				param.Default = ir.CanonicalJSON(def)
+			}
+			param.Required = false
 		}
-		schema := ps.Clone().Set("description", desc)
-		if hasDef {
-			schema.Set("default", def)
-		}
-		properties.Set(p.Name, schema)
-		if !optional {
-			required = append(required, p.Name)
-		}
+		params = append(params, param)
 	}
-	tool.Parameters = ir.CanonicalJSON(ir.NewObject().Set("type", "object").Set("properties", properties).
-		Set("required", required).Set("additionalProperties", false))
+	tool.Params = params
+	tool.Parameters = ir.ParametersSchema(params)
 	if fn.Returns != nil {
 		c.resolveType(fn.Returns, typeCtx{"the return type of tool ", name})
 		tool.Returns = fn.Returns.String()
@@ -385,8 +375,7 @@ func (c *compiler) compileLegacyTool(lt *lang.LegacyTool, src *source) *ir.Tool 
 		}
 		props[k] = p
 	}
-	params := ir.NewObject()
-	required := []string{}
+	params := []ir.Param{}
 	if p, ok := props["parameters"]; ok {
 		if p.Value.Object == nil {
 			c.errorAt(p.Value.Pos, lang.CodeBadSetting, `write parameters: { "name": "string", … }`,
@@ -410,16 +399,12 @@ func (c *compiler) compileLegacyTool(lt *lang.LegacyTool, src *source) *ir.Tool 
 					continue
 				}
 				ti := c.resolveType(te, typeCtx{"parameter ", pname, " of tool ", name})
-				ps := nullable(ti).Clone().Set("description", "Parameter "+pname)
-				params.Set(pname, ps)
-				if !ti.optional {
-					required = append(required, pname)
-				}
+				params = append(params, ir.Param{Name: pname, Type: nullable(ti), Description: "Parameter " + pname, Required: !ti.optional})
 			}
 		}
 	}
-	tool.Parameters = ir.CanonicalJSON(ir.NewObject().Set("type", "object").Set("properties", params).
-		Set("required", required).Set("additionalProperties", false))
+	tool.Params = params
+	tool.Parameters = ir.ParametersSchema(params)
 	for _, k := range []string{"description", "risk_level", "requires_approval", "sandbox", "timeout", "idempotent", "category"} {
 		if p, ok := props[k]; ok {
 			c.toolSetting(tool, k, p.Value, p.Pos)

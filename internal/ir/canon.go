@@ -15,7 +15,7 @@ import (
 // insertion order.
 //
 // The IR holds only strings, whole numbers, finite floats, bools, lists,
-// maps and objs, which always encode; an error here is a bug in the
+// maps and Objects, which always encode; an error here is a bug in the
 // compiler, reported as such rather than hidden.
 func CanonicalJSON(v any) []byte {
 	var buf bytes.Buffer

@@ -28,12 +28,17 @@ type Program struct {
 type Tool struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
-	// Parameters is the JSON Schema of the arguments object.
-	Parameters       json.RawMessage `json:"parameters"`
-	Returns          string          `json:"returns"`
-	Risk             string          `json:"risk_level"`
-	RequiresApproval bool            `json:"requires_approval"`
-	Sandbox          bool            `json:"sandbox"`
+	// Parameters is the JSON Schema of the arguments object: generated
+	// from Params (ParametersSchema) for the program's own tools, declared
+	// for built-in and MCP tools.
+	Parameters json.RawMessage `json:"parameters"`
+	// Params are the parameters in declaration order: what executors
+	// read to bind arguments, and where defaults come from.
+	Params           []Param `json:"-"`
+	Returns          string  `json:"returns"`
+	Risk             string  `json:"risk_level"`
+	RequiresApproval bool    `json:"requires_approval"`
+	Sandbox          bool    `json:"sandbox"`
 	// Timeout is in seconds (default 60).
 	Timeout    int  `json:"timeout"`
 	Idempotent bool `json:"idempotent"`

@@ -686,12 +686,9 @@ func (r *Runner) checkCall(c state.ToolCall) (json.RawMessage, string) {
 	if err := r.schemas.validateArgs(t.Name, v); err != nil {
 		return nil, fmt.Sprintf("error: invalid arguments for %s: %s", t.Name, err)
 	}
-	obj := v.(map[string]any)
-	for name, def := range r.schemas.defaults[t.Name] {
-		if _, given := obj[name]; !given {
-			obj[name] = def
-		}
-	}
+	// The one place defaults are filled: the saved arguments hold every
+	// parameter, so executors bind them as they are.
+	t.FillDefaults(v.(map[string]any))
 	norm, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Sprintf("error: the arguments of %s could not be encoded: %v", t.Name, err)

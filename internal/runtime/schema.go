@@ -16,20 +16,18 @@ import (
 // schemaSet holds compiled validators for the exposed tools' arguments and
 // the agent's output protocol.
 type schemaSet struct {
-	tools    map[string]*jsonschema.Schema
-	defaults map[string]map[string]any
-	output   *jsonschema.Schema
+	tools  map[string]*jsonschema.Schema
+	output *jsonschema.Schema
 }
 
 func newSchemaSet(tools map[string]*ir.Tool, output json.RawMessage) (*schemaSet, error) {
-	s := &schemaSet{tools: map[string]*jsonschema.Schema{}, defaults: map[string]map[string]any{}}
+	s := &schemaSet{tools: map[string]*jsonschema.Schema{}}
 	for name, t := range tools {
 		sch, err := compileSchema("tool:"+name, t.Parameters)
 		if err != nil {
 			return nil, fmt.Errorf("schema of tool %s: %w", name, err)
 		}
 		s.tools[name] = sch
-		s.defaults[name] = paramDefaults(t.Parameters)
 	}
 	if len(output) > 0 {
 		sch, err := compileSchema("output", output)
@@ -103,38 +101,4 @@ func explain(err error) error {
 		msgs = append(msgs[:5], fmt.Sprintf("and %d more", len(msgs)-5))
 	}
 	return fmt.Errorf("%s", strings.Join(msgs, "; "))
-}
-
-// paramDefaults are the values a tool receives for parameters the model
-// left out: the declared default, or null for an optional parameter, so
-// every parameter of a tool body is bound.
-func paramDefaults(raw json.RawMessage) map[string]any {
-	var s struct {
-		Properties map[string]struct {
-			Default *json.RawMessage `json:"default"`
-		} `json:"properties"`
-		Required []string `json:"required"`
-	}
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil
-	}
-	req := map[string]bool{}
-	for _, r := range s.Required {
-		req[r] = true
-	}
-	out := map[string]any{}
-	for name, p := range s.Properties {
-		switch {
-		case p.Default != nil:
-			var v any
-			dec := json.NewDecoder(bytes.NewReader(*p.Default))
-			dec.UseNumber()
-			if dec.Decode(&v) == nil {
-				out[name] = v
-			}
-		case !req[name]:
-			out[name] = nil
-		}
-	}
-	return out
 }

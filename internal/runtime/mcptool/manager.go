@@ -189,10 +189,14 @@ func (s *Server) CompileTools() []*ir.Tool {
 		if strings.TrimSpace(desc) == "" {
 			desc = "Tool " + t.Name + " of the MCP server " + s.spec.Raw
 		}
+		// A server's schema that cannot be read leaves the tool
+		// without Params: arguments then pass as the model sent them.
+		params, _ := ir.ParamsFromSchema(t.InputSchema)
 		out[i] = &ir.Tool{
 			Name:        t.Name,
 			Description: desc,
 			Parameters:  append([]byte(nil), t.InputSchema...),
+			Params:      params,
 			Returns:     "string",
 			Risk:        t.Risk,
 			Timeout:     DefaultToolTimeout,

@@ -100,9 +100,8 @@ func failure(t *ir.Tool, line int, msg string) string {
 }
 
 // bindArguments makes the initial scope: every argument, then every
-// parameter of the schema that the arguments lack, bound to its declared
-// default or nil. The runtime already fills defaults; doing it again keeps
-// hand-built invocations working.
+// parameter that the arguments lack, bound to nil. Defaults are not filled
+// here: the runtime filled them (ir.Tool.FillDefaults) before the call.
 func bindArguments(t *ir.Tool, raw json.RawMessage) (map[string]any, error) {
 	vars := map[string]any{}
 	trimmed := bytes.TrimSpace(raw)
@@ -120,25 +119,10 @@ func bindArguments(t *ir.Tool, raw json.RawMessage) (map[string]any, error) {
 		}
 		vars = obj
 	}
-	var schema struct {
-		Properties map[string]struct {
-			Default json.RawMessage `json:"default"`
-		} `json:"properties"`
-	}
-	if len(bytes.TrimSpace(t.Parameters)) == 0 || json.Unmarshal(t.Parameters, &schema) != nil {
-		return vars, nil // a missing or odd schema only loses the defaults
-	}
-	for name, p := range schema.Properties {
-		if _, ok := vars[name]; ok {
-			continue
+	for _, p := range t.Params {
+		if _, ok := vars[p.Name]; !ok {
+			vars[p.Name] = nil
 		}
-		var def any
-		if len(p.Default) > 0 {
-			if d, err := decodeJSON(p.Default); err == nil {
-				def = d
-			}
-		}
-		vars[name] = def
 	}
 	return vars, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -54,9 +55,14 @@ func nativeTool(params string, stmts ...ir.Stmt) *ir.Tool {
 	if params == "" {
 		params = `{"type":"object","properties":{},"additionalProperties":false}`
 	}
+	list, err := ir.ParamsFromSchema(json.RawMessage(params))
+	if err != nil {
+		panic(fmt.Sprintf("test schema %s: %v", params, err))
+	}
 	return &ir.Tool{
 		Name:       "t",
 		Parameters: json.RawMessage(params),
+		Params:     list,
 		Body:       ir.Body{Kind: ir.BodyNative, Native: stmts},
 		File:       "/src/tools.nx",
 	}
@@ -439,13 +445,18 @@ func TestAssignmentAndParameters(t *testing.T) {
 		set("m", bin("*", name("n"), lit(int64(2))), 2),
 		ret(interp(name("n"), ",", name("m")), 3))
 	expectOK(t, tool, `{"n":4}`, "5,10")
-	// Schema defaults fill missing parameters; without one, nil.
+	// A missing parameter is nil, default or not: the runtime fills
+	// defaults once, before the call (ir.Tool.FillDefaults).
 	tool = nativeTool(`{"type":"object","properties":{"a":{"type":"integer","default":3},"b":{"type":"string"},"c":{"default":null}}}`,
 		ret(interp(name("a"), "|", name("b"), "|", name("c")), 1))
-	expectOK(t, tool, `{}`, "3||")
-	expectOK(t, tool, ``, "3||")
-	expectOK(t, tool, `null`, "3||")
+	expectOK(t, tool, `{}`, "||")
+	expectOK(t, tool, ``, "||")
+	expectOK(t, tool, `null`, "||")
 	expectOK(t, tool, `{"a":7,"b":"x"}`, "7|x|")
+	filled := map[string]any{}
+	tool.FillDefaults(filled)
+	args, _ := json.Marshal(filled)
+	expectOK(t, tool, string(args), "3||")
 	// Integers stay integers, other numbers are floats.
 	tool = nativeTool(`{"type":"object","properties":{"n":{}}}`, ret(bin("%", name("n"), lit(int64(4))), 1))
 	expectOK(t, tool, `{"n":10}`, "2")

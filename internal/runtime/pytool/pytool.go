@@ -327,23 +327,15 @@ func buildRequest(inv runtime.Invocation) (*request, error) {
 	default:
 		req.Kind = "body"
 		req.Source = ir.RemoveMargin(t.Body.Python)
-		props, err := schemaProperties(t.Parameters)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range props {
-			if !identRE.MatchString(p.name) || pythonKeywords[p.name] {
-				return nil, fmt.Errorf("parameter name %q is not usable as a Python parameter", p.name)
+		for _, p := range t.Params {
+			if !identRE.MatchString(p.Name) || pythonKeywords[p.Name] {
+				return nil, fmt.Errorf("parameter name %q is not usable as a Python parameter", p.Name)
 			}
-			req.Params = append(req.Params, p.name)
-			if _, ok := args[p.name]; !ok {
-				// An omitted optional parameter takes its declared
-				// default, else None.
-				if p.def != nil {
-					args[p.name] = p.def
-				} else {
-					args[p.name] = json.RawMessage("null")
-				}
+			req.Params = append(req.Params, p.Name)
+			if _, ok := args[p.Name]; !ok {
+				// The runtime filled defaults (ir.Tool.FillDefaults)
+				// before the call; a parameter still missing is None.
+				args[p.Name] = json.RawMessage("null")
 			}
 		}
 	}
@@ -366,52 +358,6 @@ func decodeArguments(raw json.RawMessage) (map[string]json.RawMessage, error) {
 		args = map[string]json.RawMessage{}
 	}
 	return args, nil
-}
-
-type property struct {
-	name string
-	def  json.RawMessage
-}
-
-// schemaProperties lists the properties of a parameters schema in their
-// declared order, with their "default" when present.
-func schemaProperties(schema json.RawMessage) ([]property, error) {
-	if len(bytes.TrimSpace(schema)) == 0 {
-		return nil, nil
-	}
-	var top struct {
-		Properties json.RawMessage `json:"properties"`
-	}
-	if err := json.Unmarshal(schema, &top); err != nil {
-		return nil, fmt.Errorf("decode parameters schema: %w", err)
-	}
-	if len(top.Properties) == 0 || bytes.Equal(bytes.TrimSpace(top.Properties), []byte("null")) {
-		return nil, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(top.Properties))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("decode parameters schema properties: %w", err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("parameters schema properties is not an object")
-	}
-	var props []property
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("decode parameters schema properties: %w", err)
-		}
-		key, _ := tok.(string)
-		var prop struct {
-			Default json.RawMessage `json:"default"`
-		}
-		if err := dec.Decode(&prop); err != nil {
-			return nil, fmt.Errorf("decode parameter %q schema: %w", key, err)
-		}
-		props = append(props, property{name: key, def: prop.Default})
-	}
-	return props, nil
 }
 
 // baseEnv is what every child's environment starts from: Options.Env, else

@@ -59,9 +59,14 @@ func bodyTool(name, body string, params ...string) *ir.Tool {
 		props = append(props, strconv.Quote(pname)+":"+schema)
 	}
 	schema := `{"type":"object","properties":{` + strings.Join(props, ",") + `},"additionalProperties":false}`
+	list, err := ir.ParamsFromSchema(json.RawMessage(schema))
+	if err != nil {
+		panic(fmt.Sprintf("test schema %s: %v", schema, err))
+	}
 	return &ir.Tool{
 		Name:       name,
 		Parameters: json.RawMessage(schema),
+		Params:     list,
 		Timeout:    60,
 		Body:       ir.Body{Kind: ir.BodyPython, Python: body},
 	}
@@ -598,9 +603,17 @@ func TestOptionalParametersGetDefaults(t *testing.T) {
 	requirePython(t)
 	t.Parallel()
 	tool := bodyTool("defaults", "return [a, n, opt]", "a", `n:{"type":"integer","default":3}`, `opt:{"type":["string","null"]}`)
-	got := mustSucceed(t, call{tool: tool, args: map[string]any{"a": "x"}}.do(t))
+	// The runtime fills defaults before the call; the executor binds
+	// what is still missing to None.
+	args := map[string]any{"a": "x"}
+	tool.FillDefaults(args)
+	got := mustSucceed(t, call{tool: tool, args: args}.do(t))
 	if want := `["x", 3, null]`; got != want {
 		t.Fatalf("got %s, want %s", got, want)
+	}
+	got = mustSucceed(t, call{tool: tool, args: map[string]any{"a": "x"}}.do(t))
+	if want := `["x", null, null]`; got != want {
+		t.Fatalf("without the runtime's defaults: got %s, want %s", got, want)
 	}
 }
 
