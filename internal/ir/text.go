@@ -4,10 +4,10 @@ import "strings"
 
 // RemoveMargin removes the whitespace prefix common to every non-blank line
 // and empties blank lines, like Python's textwrap.dedent, after normalising
-// CRLF line ends. Unlike Dedent it gives the first line no special place, so
-// applying it again changes nothing: the runtime applies it to python!
-// bodies, which the compiler has already dedented, so that hand-built IR
-// works too.
+// CRLF line ends. Unlike the compiler's Dedent it gives the first line no
+// special place, so applying it again changes nothing: the runtime applies
+// it to python! bodies, which the compiler has already dedented, so that
+// hand-built IR works too.
 func RemoveMargin(s string) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	lines := strings.Split(s, "\n")

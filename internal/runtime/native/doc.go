@@ -39,9 +39,9 @@
 // map[string]any. Arguments (a JSON object) are decoded so that a number
 // written as a whole number that fits stays int64 and any other number is
 // float64, exactly like number literals. Every argument is bound as a name;
-// a parameter of the tool's schema missing from the arguments is bound to
-// its "default", else nil. Arguments that are not a JSON object are an
-// unsuccessful outcome.
+// a parameter of the tool (ir.Tool.Params) missing from the arguments is
+// bound to nil (the runtime has already filled in defaults). Arguments that
+// are not a JSON object are an unsuccessful outcome.
 //
 // # Statements
 //
