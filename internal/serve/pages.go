@@ -41,10 +41,10 @@ type pendingPage struct {
 
 type pageData struct {
 	Title, Store, Flash, Error, CSRF, Next string
-	Groups                                  []group
-	Run                                     *runView
-	Pending                                 []pendingPage
-	Executes                                bool
+	Groups                                 []group
+	Run                                    *runView
+	Pending                                []pendingPage
+	Executes                               bool
 }
 
 func (s *Server) routes() {

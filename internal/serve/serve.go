@@ -72,12 +72,12 @@ type Options struct {
 
 // Server is the inbox: an http.Handler with the pages and the API.
 type Server struct {
-	o       Options
-	mux     *http.ServeMux
-	key     []byte // signs CSRF tokens
-	mu      sync.Mutex
+	o        Options
+	mux      *http.ServeMux
+	key      []byte // signs CSRF tokens
+	mu       sync.Mutex
 	sessions map[string]bool // session id → logged in
-	logMu   sync.Mutex
+	logMu    sync.Mutex
 }
 
 // New checks o and builds the server; it does not listen.
