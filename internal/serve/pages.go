@@ -156,6 +156,7 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request, d *pageData, st
 	v := s.view(st)
 	d.Run = &v
 	d.Executes = s.o.Execute != nil
+	d.ResumeCmd = resumeCommand(st)
 	for _, p := range v.PendingCalls {
 		d.Pending = append(d.Pending, pendingPage{pendingView: p, Arguments: indentJSON(p.Arguments)})
 	}
@@ -289,4 +290,22 @@ func decisionText(e state.JournalEntry) string {
 		t += " (" + e.Reason + ")"
 	}
 	return t
+}
+
+// resumeCommand is the command that continues a run, with the provider
+// flags it was started with.
+func resumeCommand(st *state.RunState) string {
+	parts := []string{"nexa", "agent", shellQuote(st.Config.SourceFile), shellQuote(st.Config.Agent), "--resume", st.ID}
+	for _, f := range st.Config.ResumeFlags {
+		parts = append(parts, shellQuote(f))
+	}
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@,+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
