@@ -45,6 +45,7 @@ type pageData struct {
 	Run                                    *runView
 	Pending                                []pendingPage
 	Executes                               bool
+	ResumeCmd                              string
 }
 
 func (s *Server) routes() {
