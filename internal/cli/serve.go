@@ -62,7 +62,7 @@ unreadable), 2 usage error.`,
 			values := append(environSecrets(e), secrets.URLPasswords(storeFlag)...)
 			values = append(values, token, e.getenv("NEXA_NOTIFY_SECRET"))
 			red := secrets.NewRedactor(values...)
-			exe, err := os.Executable()
+			exe, err := serve.SelfCommand()
 			if err != nil && execute {
 				return &exitError{code: ExitFailed, msg: fmt.Sprintf("--execute needs the path of this binary: %v", err)}
 			}

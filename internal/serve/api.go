@@ -275,7 +275,9 @@ func (s *Server) decide(ctx context.Context, id string, revision int64, ds []run
 		return st, false, nil
 	}
 	run := *st
+	s.running.Add(1)
 	go func() {
+		defer s.running.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 24*time.Hour)
 		defer cancel()
 		s.logf("resuming run %s", id)

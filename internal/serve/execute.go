@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 
 	"github.com/nexa-run/nexa/internal/runtime/state"
 )
@@ -50,4 +53,23 @@ func (c CommandResumer) Resume(ctx context.Context, run *state.RunState) error {
 		return fmt.Errorf("nexa agent --resume %s: %w", run.ID, err)
 	}
 	return nil
+}
+
+// SelfCommand is the path that starts this nexa binary again, for
+// CommandResumer.Exe: the name it was started by, made absolute (the child
+// runs in the run's directory), falling back to the executable's path.
+// The name comes first so a binary that dispatches on its name (a test
+// binary standing in for nexa) is started as itself.
+func SelfCommand() (string, error) {
+	name := os.Args[0]
+	if strings.ContainsRune(name, filepath.Separator) {
+		if abs, err := filepath.Abs(name); err == nil {
+			return abs, nil
+		}
+	} else if p, err := exec.LookPath(name); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs, nil
+		}
+	}
+	return os.Executable()
 }

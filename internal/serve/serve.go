@@ -78,6 +78,10 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]bool // session id → logged in
 	logMu    sync.Mutex
+	// running counts the runs --execute is continuing; Run waits for
+	// them before it returns, so stopping the server never cuts a run
+	// short.
+	running sync.WaitGroup
 }
 
 // New checks o and builds the server; it does not listen.
@@ -170,6 +174,7 @@ func (s *Server) Run(ctx context.Context, ready func(addr string)) error {
 		defer cancel()
 		_ = srv.Shutdown(shut)
 		wg.Wait()
+		s.running.Wait()
 		return nil
 	case err := <-errc:
 		wg.Wait()
