@@ -61,6 +61,13 @@ unreadable), 2 usage error.`,
 			defer s.Close()
 			values := append(environSecrets(e), secrets.URLPasswords(storeFlag)...)
 			values = append(values, token, e.getenv("NEXA_NOTIFY_SECRET"))
+			if p := e.getenv("NEXA_SECRETS"); p != "" {
+				set, err := secrets.Load(p)
+				if err != nil {
+					return usageErrorf("NEXA_SECRETS: %v", err)
+				}
+				values = append(values, set.Strings()...)
+			}
 			red := secrets.NewRedactor(values...)
 			exe, err := serve.SelfCommand()
 			if err != nil && execute {
