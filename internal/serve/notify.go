@@ -128,7 +128,15 @@ func (n *Notifier) Run(ctx context.Context) {
 	go func() {
 		defer close(done)
 		for ev := range queue {
-			if err := n.Deliver(ctx, ev); err != nil {
+			err := n.Deliver(ctx, ev)
+			if err != nil && ctx.Err() != nil {
+				// Stopping: events already found get one more
+				// attempt each, bounded, instead of being lost.
+				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				err = n.deliverOnce(dctx, ev)
+				cancel()
+			}
+			if err != nil {
 				n.Log("notification %s of run %s not delivered: %v", ev.Event, ev.RunID, err)
 			}
 		}
@@ -217,6 +225,16 @@ func Sign(secret, ts string, body []byte) string {
 	m.Write([]byte("."))
 	m.Write(body)
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// deliverOnce posts ev in a single attempt.
+func (n *Notifier) deliverOnce(ctx context.Context, ev Event) error {
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode event: %w", err)
+	}
+	_, err = n.post(ctx, ev.Event, randomID(), []byte(n.Redact(string(body))))
+	return err
 }
 
 // Deliver posts ev, retrying a network error, a 429 or a 5xx answer up to

@@ -161,3 +161,35 @@ func TestDeliverGivesUpWithoutChangingTheRun(t *testing.T) {
 		t.Fatalf("400: err %v, attempts %d", err, len(rc2.got))
 	}
 }
+
+// TestNotifierRunDeliversWhatItFinds drives the polling loop through its
+// clock: the first poll learns the runs, the run then completes, the next
+// poll finds it and the event reaches the receiver before Run returns.
+func TestNotifierRunDeliversWhatItFinds(t *testing.T) {
+	s := newStore(t)
+	rc := &receiver{}
+	n, _ := newNotifier(t, s, rc)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	polls := 0
+	n.Sleep = func(ctx context.Context, d time.Duration) error {
+		if d != n.Interval {
+			return nil // a retry's wait
+		}
+		polls++
+		switch polls {
+		case 1:
+			setStatus(t, s, runID, state.StatusCompleted)
+		case 2:
+			cancel()
+			return ctx.Err()
+		}
+		return nil
+	}
+	n.Run(ctx)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.got) != 1 || rc.got[0].Header.Get(HeaderEvent) != "run.completed" {
+		t.Fatalf("deliveries: %d", len(rc.got))
+	}
+}
