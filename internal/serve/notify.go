@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -216,6 +217,16 @@ func (n *Notifier) event(ctx context.Context, r state.Summary) Event {
 		ev.Error = &apiError{Code: v.Error.Code, Message: v.Error.Message}
 	}
 	return ev
+}
+
+// CheckNotifyURL refuses a --notify value that is not an http or https
+// URL, so a typo is reported at start and not as failed deliveries later.
+func CheckNotifyURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--notify takes an http:// or https:// URL, not %q", raw)
+	}
+	return nil
 }
 
 // Sign is the signature header value of body sent at timestamp ts.
