@@ -158,6 +158,13 @@ func (s *Server) Run(ctx context.Context, ready func(addr string)) error {
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
+	if s.o.Notify != nil {
+		// The first poll learns where runs stand before any request is
+		// served, so a decision made at once is still a transition.
+		if _, err := s.o.Notify.Poll(ctx); err != nil {
+			s.logf("notifications: %v", err)
+		}
+	}
 	var wg sync.WaitGroup
 	if s.o.Notify != nil {
 		wg.Add(1)
