@@ -101,7 +101,7 @@ func (s *Server) formPost(h func(http.ResponseWriter, *http.Request, *pageData))
 		}
 		if !sameOrigin(r) || !s.csrfOK(r) {
 			sid := s.session(w, r)
-			s.render(w, http.StatusForbidden, "inbox.html", &pageData{Title: "Refused", CSRF: s.csrfToken(sid),
+			s.render(w, http.StatusForbidden, "message.html", &pageData{Title: "Refused", CSRF: s.csrfToken(sid),
 				Error: "refused: this form did not come from this inbox's page (missing or wrong CSRF token); nothing was recorded. Reload the page and try again."})
 			return
 		}
@@ -144,14 +144,14 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request, d *pageData, st
 	d.Title = id
 	if !validRunID(id) {
 		d.Error = notRunID(id).Message
-		s.render(w, http.StatusNotFound, "inbox.html", d)
+		s.render(w, http.StatusNotFound, "message.html", d)
 		return
 	}
 	st, err := runtime.Show(r.Context(), s.o.Store, id)
 	if err != nil {
 		e := asAPIError(err)
 		d.Error = e.Message
-		s.render(w, httpStatus(e.Code), "inbox.html", d)
+		s.render(w, httpStatus(e.Code), "message.html", d)
 		return
 	}
 	v := s.view(st)

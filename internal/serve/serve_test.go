@@ -360,3 +360,16 @@ func TestCheckBind(t *testing.T) {
 		}
 	}
 }
+
+func TestPageUnknownRun(t *testing.T) {
+	s := newStore(t)
+	ts := newServer(t, s, Options{})
+	code, page := do(t, browser(t, ts), "GET", ts.URL+"/runs/run_01NOSUCHRUN", "")
+	if code != 404 || !strings.Contains(page, "no run run_01NOSUCHRUN in the store") {
+		t.Fatalf("unknown run: %d\n%s", code, page)
+	}
+	code, page = do(t, browser(t, ts), "GET", ts.URL+"/runs/..%2Fetc", "")
+	if code != 404 || !strings.Contains(page, "is not a run id") {
+		t.Fatalf("not a run id: %d\n%s", code, page)
+	}
+}
