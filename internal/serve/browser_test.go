@@ -125,7 +125,7 @@ func TestBrowserApprove(t *testing.T) {
 			t.Fatalf("pending call lacks %q:\n%s", want, pending)
 		}
 	}
-	if !strings.Contains(flash, "call call_1 approved") || !strings.Contains(flash, "continuing the run") {
+	if !strings.Contains(flash, "call call_1 approved by dana") {
 		t.Fatalf("after approving: %q", flash)
 	}
 	select {

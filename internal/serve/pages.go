@@ -46,6 +46,7 @@ type pageData struct {
 	Pending                                []pendingPage
 	Executes                               bool
 	ResumeCmd                              string
+	decided                                string // the call just decided
 }
 
 func (s *Server) routes() {
@@ -131,9 +132,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request, d *pageData) {
 }
 
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request, d *pageData) {
-	if f := r.URL.Query().Get("decided"); f != "" {
-		d.Flash = f
-	}
+	d.decided = r.URL.Query().Get("decided")
 	s.showRun(w, r, d, http.StatusOK)
 }
 
@@ -156,6 +155,14 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request, d *pageData, st
 	}
 	v := s.view(st)
 	d.Run = &v
+	// The confirmation after a decision is told from the journal, never
+	// echoed from the URL, so a link cannot make the page claim anything.
+	if e := v.Entry(d.decided); e != nil && e.Decision != nil {
+		d.Flash = "call " + e.CallID + " " + decisionText(*e)
+		if d.Executes = s.o.Execute != nil; d.Executes && len(v.PendingCalls) == 0 && !v.Status.Terminal() {
+			d.Flash += "; the server is continuing the run"
+		}
+	}
 	d.Executes = s.o.Execute != nil
 	d.ResumeCmd = resumeCommand(st)
 	for _, p := range v.PendingCalls {
@@ -188,7 +195,7 @@ func (s *Server) decideForm(w http.ResponseWriter, r *http.Request, d *pageData)
 		s.showRun(w, r, d, http.StatusNotFound)
 		return
 	}
-	st, executing, err := s.decide(r.Context(), id, rev, []runtime.Decision{{CallID: callID, Approve: approve, Reason: r.PostFormValue("reason")}})
+	_, _, err = s.decide(r.Context(), id, rev, []runtime.Decision{{CallID: callID, Approve: approve, Reason: r.PostFormValue("reason")}})
 	if err != nil {
 		e := asAPIError(err)
 		d.Error = e.Message
@@ -198,15 +205,7 @@ func (s *Server) decideForm(w http.ResponseWriter, r *http.Request, d *pageData)
 		s.showRun(w, r, d, httpStatus(e.Code))
 		return
 	}
-	verb := "approved"
-	if !approve {
-		verb = "denied"
-	}
-	msg := fmt.Sprintf("call %s %s (revision %d)", callID, verb, st.Revision)
-	if executing {
-		msg += "; the server is continuing the run"
-	}
-	http.Redirect(w, r, "/runs/"+id+"?decided="+url.QueryEscape(msg), http.StatusSeeOther)
+	http.Redirect(w, r, "/runs/"+id+"?decided="+url.QueryEscape(callID), http.StatusSeeOther)
 }
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {

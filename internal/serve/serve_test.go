@@ -373,3 +373,14 @@ func TestPageUnknownRun(t *testing.T) {
 		t.Fatalf("not a run id: %d\n%s", code, page)
 	}
 }
+
+func TestPageNeverEchoesTheConfirmationFromTheURL(t *testing.T) {
+	s := newStore(t)
+	ts := newServer(t, s, Options{})
+	for _, q := range []string{"call_1", "Your+account+was+approved"} {
+		code, page := do(t, browser(t, ts), "GET", ts.URL+"/runs/"+runID+"?decided="+q, "")
+		if code != 200 || strings.Contains(page, `role="status"`) || strings.Contains(page, "Your account") {
+			t.Fatalf("?decided=%s on a pending call: %d\n%s", q, code, page)
+		}
+	}
+}
