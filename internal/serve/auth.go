@@ -15,6 +15,9 @@ import (
 // is the key of the session's CSRF token.
 const sessionCookie = "nexa_session"
 
+// maxSessions caps the sessions kept in memory.
+const maxSessions = 10000
+
 // tokenOK compares a presented token with the server's in constant time
 // (over fixed-length digests, so not even the length leaks).
 func (s *Server) tokenOK(given string) bool {
@@ -36,6 +39,16 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) string {
 	}
 	id := randomID()
 	s.mu.Lock()
+	if len(s.sessions) >= maxSessions {
+		// Every cookieless request makes a session: past the cap,
+		// forget those that never signed in (their forms then ask
+		// for a reload) rather than grow without bound.
+		for k, in := range s.sessions {
+			if !in {
+				delete(s.sessions, k)
+			}
+		}
+	}
 	s.sessions[id] = false
 	s.mu.Unlock()
 	s.setSessionCookie(w, r, id)
