@@ -43,6 +43,8 @@ func TestScripts(t *testing.T) {
 			"waitfile":   cmdWaitFile,
 			"pidsdead":   cmdPidsDead,
 			"marked":     cmdMarked,
+			"freeport":   cmdFreePort,
+			"http":       cmdHTTP,
 		},
 	})
 }

@@ -214,6 +214,12 @@ func printRun(e *env, st *state.RunState, flags string) {
 				dec = "pending"
 				if j.Decision != nil {
 					dec = map[bool]string{true: "approved", false: "denied"}[*j.Decision]
+					if j.DecidedBy != "" {
+						dec += " by " + j.DecidedBy
+					}
+					if j.DecidedAt != nil {
+						dec += " at " + j.DecidedAt.Local().Format(time.RFC3339)
+					}
 				}
 			}
 			outcome := j.Outcome

@@ -15,6 +15,10 @@ type Decision struct {
 	CallID  string
 	Approve bool
 	Reason  string
+	// By names who decided (nexa serve's operator); At is when. The
+	// lifecycle calls fill a zero At with their clock.
+	By string
+	At time.Time
 }
 
 // ApplyDecisions records decisions in st and returns the rows to save. All
@@ -49,6 +53,11 @@ func ApplyDecisions(st *state.RunState, ds []Decision) (state.Delta, error) {
 		v := d.Approve
 		e.Decision = &v
 		e.Reason = d.Reason
+		e.DecidedBy = d.By
+		if !d.At.IsZero() {
+			at := d.At.UTC()
+			e.DecidedAt = &at
+		}
 		delta.Journal = append(delta.Journal, *e)
 	}
 	return delta, nil

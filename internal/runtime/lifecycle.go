@@ -163,7 +163,7 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 		return run, nil
 	}
 	if len(o.Decisions) > 0 {
-		delta, err := ApplyDecisions(run, o.Decisions)
+		delta, err := ApplyDecisions(run, stamp(o.Decisions, r.now()))
 		if err != nil {
 			return run, err
 		}
@@ -179,15 +179,42 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 // Decide records decisions on pending calls of a run without continuing
 // it (nexa runs approve): lease, load, decide, save, release.
 func Decide(ctx context.Context, s state.Store, runID string, ds []Decision) (*state.RunState, error) {
-	return operatorWrite(ctx, s, runID, func(st *state.RunState) (state.Delta, error) {
-		return ApplyDecisions(st, ds)
+	return DecideAtRevision(ctx, s, runID, 0, ds)
+}
+
+// DecideAtRevision is Decide for a caller that showed the run to a person
+// at a revision (nexa serve's page): when the run has changed since, the
+// decision is refused with checkpoint_conflict instead of being recorded
+// against a run the person did not see. Revision 0 skips that check.
+func DecideAtRevision(ctx context.Context, s state.Store, runID string, revision int64, ds []Decision) (*state.RunState, error) {
+	return operatorWrite(ctx, s, runID, revision, func(st *state.RunState) (state.Delta, error) {
+		return ApplyDecisions(st, stamp(ds, time.Now()))
 	})
+}
+
+// stamp fills the time of decisions that carry none.
+func stamp(ds []Decision, now time.Time) []Decision {
+	out := make([]Decision, len(ds))
+	for i, d := range ds {
+		if d.At.IsZero() {
+			d.At = now
+		}
+		out[i] = d
+	}
+	return out
 }
 
 // ResolveUnknown records the verified outcome of a call whose outcome is
 // unknown (nexa runs resolve): lease, load, resolve, save, release.
 func ResolveUnknown(ctx context.Context, s state.Store, runID, callID, output string, success bool) (*state.RunState, error) {
-	return operatorWrite(ctx, s, runID, func(st *state.RunState) (state.Delta, error) {
+	return ResolveAtRevision(ctx, s, runID, 0, callID, output, success)
+}
+
+// ResolveAtRevision is ResolveUnknown refused with checkpoint_conflict
+// when the run is no longer at revision (0: no check), for the same
+// reason as DecideAtRevision.
+func ResolveAtRevision(ctx context.Context, s state.Store, runID string, revision int64, callID, output string, success bool) (*state.RunState, error) {
+	return operatorWrite(ctx, s, runID, revision, func(st *state.RunState) (state.Delta, error) {
 		return Resolve(st, callID, output, success, time.Now())
 	})
 }
@@ -195,7 +222,7 @@ func ResolveUnknown(ctx context.Context, s state.Store, runID, callID, output st
 // operatorWrite is an operator's change to a run: refused while an
 // executor holds the run (resolving a call that is still running would
 // record a guess).
-func operatorWrite(ctx context.Context, s state.Store, runID string, change func(*state.RunState) (state.Delta, error)) (*state.RunState, error) {
+func operatorWrite(ctx context.Context, s state.Store, runID string, revision int64, change func(*state.RunState) (state.Delta, error)) (*state.RunState, error) {
 	l, err := acquire(ctx, s, runID, NewLeaseOwner(), LeaseTTL)
 	if err != nil {
 		return nil, err
@@ -209,6 +236,11 @@ func operatorWrite(ctx context.Context, s state.Store, runID string, change func
 		return nil, &Error{Code: CodeStoreError, Message: fmt.Sprintf("load run %s: %v", runID, err), Err: err}
 	}
 	st.Lease = l
+	if revision > 0 && st.Revision != revision {
+		return nil, &Error{Code: CodeCheckpointConflict, Message: fmt.Sprintf(
+			"run %s changed since revision %d was shown (the store has revision %d, status %s); nothing was written: look at the run again and decide anew",
+			runID, revision, st.Revision, st.Status)}
+	}
 	d, err := change(st)
 	if err != nil {
 		return nil, err

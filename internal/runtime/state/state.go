@@ -204,6 +204,12 @@ type JournalEntry struct {
 	// Decision is nil while pending; only an operator writes it.
 	Decision *bool  `json:"decision,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// DecidedBy and DecidedAt say who recorded the decision and when, so
+	// an audit of a run names the person behind every approval: the
+	// operator's name given to nexa serve (a token's name or --user), or
+	// empty when the decision came from a command line.
+	DecidedBy string     `json:"decided_by,omitempty"`
+	DecidedAt *time.Time `json:"decided_at,omitempty"`
 	// Result and Success are set when Stage is completed.
 	Result  string `json:"result,omitempty"`
 	Success bool   `json:"success"`

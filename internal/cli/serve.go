@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nexa-run/nexa/internal/secrets"
+	"github.com/nexa-run/nexa/internal/serve"
+)
+
+func init() { register(newServeCmd) }
+
+func newServeCmd(e *env) *cobra.Command {
+	var addr, storeFlag, token, tokenName, user, notify string
+	var execute bool
+	var interval time.Duration
+	cmd := &cobra.Command{
+		Use:   "serve [--addr 127.0.0.1:8080] [--store PATH]",
+		Short: "Serve an approval inbox: a web page and a JSON API over the run store",
+		Long: `Serve the runs of the store as a web page and a JSON API: list runs by
+status, read a waiting run's task, conversation and pending calls, and approve
+or deny each call with a reason. Decisions are recorded as nexa runs approve
+records them; with --execute the server also continues a run once nothing is
+pending in it. See docs/serve.md.
+
+The server listens on 127.0.0.1:8080 unless --addr says otherwise, and refuses
+an address beyond the loopback interface without a token (--token or
+NEXA_SERVE_TOKEN). --notify URL posts a JSON event signed with
+NEXA_NOTIFY_SECRET when a run starts waiting, completes, fails or has unknown
+outcomes.
+
+Exit codes: 0 stopped by a signal, 1 operational error (cannot listen, store
+unreadable), 2 usage error.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if token == "" {
+				token = e.getenv("NEXA_SERVE_TOKEN")
+			}
+			if err := serve.CheckBind(addr, token); err != nil {
+				return usageErrorf("%v", err)
+			}
+			wd, err := os.Getwd()
+			if err != nil {
+				return &exitError{code: ExitFailed, msg: fmt.Sprintf("working directory: %v", err)}
+			}
+			s, err := openStore(e, storeFlag, wd, false)
+			if err != nil {
+				var se *storeOpenError
+				if errors.As(err, &se) {
+					return &exitError{code: se.exit, msg: se.msg}
+				}
+				return &exitError{code: ExitFailed, msg: err.Error()}
+			}
+			defer s.Close()
+			values := append(environSecrets(e), secrets.URLPasswords(storeFlag)...)
+			values = append(values, token, e.getenv("NEXA_NOTIFY_SECRET"))
+			if p := e.getenv("NEXA_SECRETS"); p != "" {
+				set, err := secrets.Load(p)
+				if err != nil {
+					return usageErrorf("NEXA_SECRETS: %v", err)
+				}
+				values = append(values, set.Strings()...)
+			}
+			red := secrets.NewRedactor(values...)
+			exe, err := serve.SelfCommand()
+			if err != nil && execute {
+				return &exitError{code: ExitFailed, msg: fmt.Sprintf("--execute needs the path of this binary: %v", err)}
+			}
+			o := serve.Options{
+				Store: s, StoreName: red.Redact(s.Path()), Addr: addr,
+				Token: token, TokenName: tokenName, User: user,
+				Redact: red.Redact, Log: e.stderr,
+			}
+			if execute {
+				o.Execute = serve.CommandResumer{Exe: exe, StoreFlag: storeFlag, Output: red.Writer(e.stderr)}
+			}
+			if notify != "" {
+				if err := serve.CheckNotifyURL(notify); err != nil {
+					return usageErrorf("%v", err)
+				}
+				o.Notify = &serve.Notifier{URL: notify, Secret: e.getenv("NEXA_NOTIFY_SECRET"), Store: s, Interval: interval,
+					Redact: red.Redact, Log: func(f string, a ...any) { fmt.Fprintln(e.stderr, "nexa serve: "+red.Redact(fmt.Sprintf(f, a...))) }}
+			}
+			srv, err := serve.New(o)
+			if err != nil {
+				return &exitError{code: ExitFailed, msg: err.Error()}
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			err = srv.Run(ctx, func(bound string) {
+				if o.Notify != nil {
+					o.Notify.BaseURL = "http://" + bound
+				}
+				fmt.Fprintf(e.stderr, "nexa serve: inbox at http://%s (store %s)\n", bound, o.StoreName)
+			})
+			if err != nil {
+				return &exitError{code: ExitFailed, msg: err.Error()}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&addr, "addr", serve.DefaultAddr, "listen `HOST:PORT`; beyond loopback only with a token")
+	fl.StringVar(&storeFlag, "store", "", "run store `PATH` (default .nexa/runs.sqlite3, or NEXA_STORE)")
+	fl.StringVar(&token, "token", "", "require this token of every request (or NEXA_SERVE_TOKEN)")
+	fl.StringVar(&tokenName, "token-name", "token", "who decisions made with the token are recorded as")
+	fl.StringVar(&user, "user", "", "who decisions are recorded as (wins over --token-name)")
+	fl.BoolVar(&execute, "execute", false, "continue a run once its last pending call is decided")
+	fl.StringVar(&notify, "notify", "", "post run events to this `URL` (signed with NEXA_NOTIFY_SECRET)")
+	fl.DurationVar(&interval, "notify-interval", 2*time.Second, "how often the store is polled for events")
+	return cmd
+}

@@ -1,0 +1,390 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+// Codes the HTTP server adds to the CLI's (runtime) error codes.
+const (
+	// CodeUnauthorized: the request carries no valid token.
+	CodeUnauthorized = "unauthorized"
+	// CodeForbidden: a form without this session's CSRF token, or a
+	// request sent by another site's page.
+	CodeForbidden = "forbidden"
+)
+
+// apiError is the JSON error object, the CLI's {"code","message"}.
+type apiError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// httpStatus maps an error code to the HTTP status the API answers with.
+func httpStatus(code string) int {
+	switch code {
+	case runtime.CodeRunNotFound, runtime.CodeNoStore:
+		return http.StatusNotFound
+	case runtime.CodeCheckpointConflict, runtime.CodeNotWaiting, runtime.CodeNotPending:
+		return http.StatusConflict
+	case runtime.CodeUsage, runtime.CodeUnknownCall, runtime.CodeNotStarted:
+		return http.StatusBadRequest
+	case CodeUnauthorized:
+		return http.StatusUnauthorized
+	case CodeForbidden:
+		return http.StatusForbidden
+	}
+	return http.StatusInternalServerError
+}
+
+// asAPIError turns any error of a runtime call into the error object.
+func asAPIError(err error) apiError {
+	if re, ok := runtime.AsError(err); ok {
+		return apiError{Code: re.Code, Message: re.Message}
+	}
+	return apiError{Code: runtime.CodeInternal, Message: err.Error()}
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal_error","message":"encoding the answer failed"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(s.o.Redact(string(b))))
+	_, _ = w.Write([]byte("\n"))
+}
+
+func (s *Server) writeAPIError(w http.ResponseWriter, e apiError) {
+	e.Message = s.o.Redact(e.Message)
+	s.writeJSON(w, httpStatus(e.Code), map[string]any{"error": e})
+}
+
+// api wraps an API handler with the token check and, for writes, the
+// same-origin and content-type checks that keep other sites' pages from
+// posting to a loopback server.
+func (s *Server) api(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.apiAuth(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="nexa"`)
+			s.writeAPIError(w, apiError{Code: CodeUnauthorized, Message: "this server needs a token: send Authorization: Bearer TOKEN"})
+			return
+		}
+		if r.Method == http.MethodPost {
+			if !sameOrigin(r) {
+				s.writeAPIError(w, apiError{Code: CodeForbidden, Message: "refused: the request came from a page of another site"})
+				return
+			}
+			ct := r.Header.Get("Content-Type")
+			if !strings.HasPrefix(ct, "application/json") {
+				s.writeAPIError(w, apiError{Code: runtime.CodeUsage, Message: "send the request body as JSON with Content-Type: application/json"})
+				return
+			}
+		}
+		h(w, r)
+	}
+}
+
+// validRunID accepts the shape of run ids (run_ and letters or digits),
+// so an id from a URL never reaches the store malformed.
+func validRunID(id string) bool {
+	if !strings.HasPrefix(id, "run_") || len(id) <= 4 || len(id) > 64 {
+		return false
+	}
+	for _, c := range id[4:] {
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+func notRunID(id string) apiError {
+	return apiError{Code: runtime.CodeRunNotFound, Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", id)}
+}
+
+// listFilter reads ?status= and ?agent= as `nexa runs list` reads its
+// flags.
+func listFilter(r *http.Request) (state.Filter, *apiError) {
+	q := r.URL.Query()
+	f := state.Filter{Agent: q.Get("agent")}
+	if st := q.Get("status"); st != "" {
+		f.Status = state.Status(st)
+		if !f.Status.Valid() {
+			return f, &apiError{Code: runtime.CodeUsage, Message: fmt.Sprintf("unknown status %q: use running, waiting_approval, unknown_outcome, interrupted, failed, completed, timed_out or budget_exhausted", st)}
+		}
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 0 {
+			return f, &apiError{Code: runtime.CodeUsage, Message: fmt.Sprintf("limit takes a number, not %q", l)}
+		}
+		f.Limit = n
+	}
+	return f, nil
+}
+
+func (s *Server) apiList(w http.ResponseWriter, r *http.Request) {
+	f, aerr := listFilter(r)
+	if aerr != nil {
+		s.writeAPIError(w, *aerr)
+		return
+	}
+	runs, err := s.o.Store.List(r.Context(), f)
+	if err != nil {
+		s.writeAPIError(w, apiError{Code: runtime.CodeStoreError, Message: fmt.Sprintf("list runs: %v", err)})
+		return
+	}
+	if runs == nil {
+		runs = []state.Summary{}
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"runs": runs})
+}
+
+func (s *Server) apiShow(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !validRunID(id) {
+		s.writeAPIError(w, notRunID(id))
+		return
+	}
+	st, err := runtime.Show(r.Context(), s.o.Store, id)
+	if err != nil {
+		s.writeAPIError(w, asAPIError(err))
+		return
+	}
+	s.writeJSON(w, http.StatusOK, s.view(st))
+}
+
+// decideRequest is the body of POST /api/runs/{id}/decide.
+type decideRequest struct {
+	// Revision is the revision the caller looked at; when the run has
+	// moved on since, nothing is recorded (checkpoint_conflict). 0 skips
+	// the check.
+	Revision  int64 `json:"revision"`
+	Decisions []struct {
+		CallID   string `json:"call_id"`
+		Approved *bool  `json:"approved"`
+		Reason   string `json:"reason"`
+	} `json:"decisions"`
+}
+
+// readJSON decodes a request body strictly: unknown fields are refused so
+// that a misspelt "approved" is never read as a denial.
+func readJSON(r *http.Request, v any) *apiError {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &apiError{Code: runtime.CodeUsage, Message: fmt.Sprintf("the request body is not the expected JSON: %v", err)}
+	}
+	return nil
+}
+
+func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !validRunID(id) {
+		s.writeAPIError(w, notRunID(id))
+		return
+	}
+	var req decideRequest
+	if e := readJSON(r, &req); e != nil {
+		s.writeAPIError(w, *e)
+		return
+	}
+	if len(req.Decisions) == 0 {
+		s.writeAPIError(w, apiError{Code: runtime.CodeUsage, Message: `give at least one decision: {"decisions": [{"call_id": "call_1", "approved": true}]}`})
+		return
+	}
+	var ds []runtime.Decision
+	for _, d := range req.Decisions {
+		if d.CallID == "" || d.Approved == nil {
+			s.writeAPIError(w, apiError{Code: runtime.CodeUsage, Message: `every decision needs "call_id" and an explicit "approved": true or false`})
+			return
+		}
+		ds = append(ds, runtime.Decision{CallID: d.CallID, Approve: *d.Approved, Reason: d.Reason})
+	}
+	st, executing, err := s.decide(r.Context(), id, req.Revision, ds)
+	if err != nil {
+		s.writeAPIError(w, asAPIError(err))
+		return
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"run": s.view(st), "executing": executing})
+}
+
+// resolveRequest is the body of POST /api/runs/{id}/resolve.
+type resolveRequest struct {
+	Revision int64   `json:"revision"`
+	CallID   string  `json:"call_id"`
+	Output   *string `json:"output"`
+	Success  *bool   `json:"success"`
+}
+
+func (s *Server) apiResolve(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !validRunID(id) {
+		s.writeAPIError(w, notRunID(id))
+		return
+	}
+	var req resolveRequest
+	if e := readJSON(r, &req); e != nil {
+		s.writeAPIError(w, *e)
+		return
+	}
+	if req.CallID == "" || req.Output == nil || req.Success == nil {
+		s.writeAPIError(w, apiError{Code: runtime.CodeUsage, Message: `give "call_id", the verified "output" and an explicit "success": true or false`})
+		return
+	}
+	st, err := runtime.ResolveAtRevision(r.Context(), s.o.Store, id, req.Revision, req.CallID, *req.Output, *req.Success)
+	if err != nil {
+		s.writeAPIError(w, asAPIError(err))
+		return
+	}
+	s.logf("call %s of run %s resolved (success=%t) by %s", req.CallID, id, *req.Success, s.who())
+	s.writeJSON(w, http.StatusOK, map[string]any{"run": s.view(st)})
+}
+
+// decide records decisions as `nexa runs approve` does, naming who and
+// when, and with --execute continues the run once nothing is pending.
+func (s *Server) decide(ctx context.Context, id string, revision int64, ds []runtime.Decision) (*state.RunState, bool, error) {
+	now := s.o.Now()
+	for i := range ds {
+		ds[i].By, ds[i].At = s.who(), now
+	}
+	st, err := runtime.DecideAtRevision(ctx, s.o.Store, id, revision, ds)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, d := range ds {
+		verb := "approved"
+		if !d.Approve {
+			verb = "denied"
+		}
+		s.logf("call %s of run %s %s by %s (revision %d)", d.CallID, id, verb, d.By, st.Revision)
+	}
+	if s.o.Execute == nil || len(runtime.PendingCallIDs(st)) > 0 {
+		return st, false, nil
+	}
+	run := *st
+	s.running.Add(1)
+	go func() {
+		defer s.running.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 24*time.Hour)
+		defer cancel()
+		s.logf("resuming run %s", id)
+		if err := s.o.Execute.Resume(ctx, &run); err != nil {
+			s.logf("resuming run %s: %v", id, err)
+			return
+		}
+		s.logf("run %s resumed", id)
+	}()
+	return st, true, nil
+}
+
+// pendingView is a call waiting for a decision, as `nexa runs show --json`
+// lists it.
+type pendingView struct {
+	CallID           string          `json:"call_id"`
+	Tool             string          `json:"tool"`
+	Arguments        json.RawMessage `json:"arguments"`
+	Description      string          `json:"description"`
+	RiskLevel        string          `json:"risk_level"`
+	RequiresApproval bool            `json:"requires_approval"`
+	Sandbox          bool            `json:"sandbox"`
+}
+
+// unknownView is a call whose outcome is unknown.
+type unknownView struct {
+	CallID    string          `json:"call_id"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	StartedAt *time.Time      `json:"started_at"`
+}
+
+// runView is a run as the API and the pages show it: the stored state,
+// redacted, with the lists an operator acts on.
+type runView struct {
+	*state.RunState
+	PendingCalls []pendingView `json:"pending_calls"`
+	UnknownCalls []unknownView `json:"unknown_calls"`
+}
+
+// view redacts a run and derives its pending and unknown calls.
+func (s *Server) view(st *state.RunState) runView {
+	red := s.redactRun(st)
+	v := runView{RunState: red, PendingCalls: []pendingView{}, UnknownCalls: []unknownView{}}
+	for _, id := range runtime.PendingCallIDs(red) {
+		e := red.Entry(id)
+		v.PendingCalls = append(v.PendingCalls, pendingView{CallID: e.CallID, Tool: e.Tool, Arguments: e.Arguments,
+			Description: e.Description, RiskLevel: e.Risk, RequiresApproval: e.NeedsApproval, Sandbox: e.Sandbox})
+	}
+	for _, e := range runtime.UnknownCalls(red) {
+		v.UnknownCalls = append(v.UnknownCalls, unknownView{CallID: e.CallID, Tool: e.Tool, Arguments: e.Arguments, StartedAt: e.StartedAt})
+	}
+	return v
+}
+
+// redactRun copies a run with every text an operator sees passed through
+// the redactor. The store holds no secrets (the runtime redacts before it
+// saves); this also covers values the server knows and the run does not.
+func (s *Server) redactRun(st *state.RunState) *state.RunState {
+	red := s.o.Redact
+	c := *st
+	c.Task = red(st.Task)
+	c.Messages = make([]state.Message, len(st.Messages))
+	for i, m := range st.Messages {
+		m.Content = red(m.Content)
+		calls := make([]state.ToolCall, len(m.ToolCalls))
+		for j, tc := range m.ToolCalls {
+			tc.Arguments = red(tc.Arguments)
+			calls[j] = tc
+		}
+		m.ToolCalls = calls
+		c.Messages[i] = m
+	}
+	c.Journal = make([]state.JournalEntry, len(st.Journal))
+	for i, e := range st.Journal {
+		e.Arguments = redactRaw(red, e.Arguments)
+		e.RawArgs = red(e.RawArgs)
+		e.Result = red(e.Result)
+		e.Reason = red(e.Reason)
+		c.Journal[i] = e
+	}
+	c.ProviderItems = make([]state.ProviderItem, len(st.ProviderItems))
+	for i, p := range st.ProviderItems {
+		p.Raw = redactRaw(red, p.Raw)
+		c.ProviderItems[i] = p
+	}
+	c.Output = redactRaw(red, st.Output)
+	if st.Error != nil {
+		e := *st.Error
+		e.Message = red(e.Message)
+		c.Error = &e
+	}
+	return &c
+}
+
+// redactRaw redacts JSON text, keeping it JSON.
+func redactRaw(red func(string) string, raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return raw
+	}
+	out := red(string(raw))
+	if out == string(raw) {
+		return raw
+	}
+	if json.Valid([]byte(out)) {
+		return json.RawMessage(out)
+	}
+	b, _ := json.Marshal(out)
+	return b
+}

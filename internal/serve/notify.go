@@ -1,0 +1,310 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+// Webhook headers. The signature is "sha256=" and the hex HMAC-SHA256,
+// under the shared secret, of the timestamp header, a dot and the body, so
+// a receiver can check both origin and freshness.
+const (
+	HeaderEvent     = "X-Nexa-Event"
+	HeaderDelivery  = "X-Nexa-Delivery"
+	HeaderTimestamp = "X-Nexa-Timestamp"
+	HeaderSignature = "X-Nexa-Signature"
+)
+
+// notifyStatuses are the statuses whose arrival is announced.
+var notifyStatuses = map[state.Status]bool{
+	state.StatusWaitingApproval: true, state.StatusCompleted: true, state.StatusFailed: true,
+	state.StatusUnknownOutcome: true, state.StatusTimedOut: true, state.StatusBudgetExhausted: true,
+}
+
+// Event is the JSON body of a webhook.
+type Event struct {
+	// Event is "run." and the status the run entered, e.g.
+	// run.waiting_approval.
+	Event     string        `json:"event"`
+	RunID     string        `json:"run_id"`
+	Status    state.Status  `json:"status"`
+	Agent     string        `json:"agent"`
+	File      string        `json:"file"`
+	Revision  int64         `json:"revision"`
+	UpdatedAt time.Time     `json:"updated_at"`
+	Pending   []pendingView `json:"pending_calls,omitempty"`
+	Unknown   []unknownView `json:"unknown_calls,omitempty"`
+	Error     *apiError     `json:"error,omitempty"`
+	URL       string        `json:"url,omitempty"`
+}
+
+// Notifier finds runs that entered a status worth announcing by polling
+// the store's run list, and posts one signed JSON event per transition.
+// It only reads runs: a notification that cannot be delivered is logged
+// and dropped, and never changes a run.
+type Notifier struct {
+	// URL receives the events (POST).
+	URL string
+	// Secret signs every event; empty sends no signature header.
+	Secret string
+	// Store is polled with List; runs are read with runtime.Show.
+	Store state.Store
+	// Interval between polls (default 2s).
+	Interval time.Duration
+	// Attempts per event (default 5); the waits between them double from
+	// Backoff (default 1s).
+	Attempts int
+	Backoff  time.Duration
+	// Client posts the events (default: a client with a 10s timeout).
+	Client *http.Client
+	// Now and Sleep are the clock; tests replace them.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+	// BaseURL, when set, links each event to the run's page.
+	BaseURL string
+	// Redact and Log as in Options.
+	Redact func(string) string
+	Log    func(format string, args ...any)
+
+	mu   sync.Mutex
+	seen map[string]state.Status // nil until the first poll
+}
+
+func (n *Notifier) defaults() {
+	if n.Interval <= 0 {
+		n.Interval = 2 * time.Second
+	}
+	if n.Attempts <= 0 {
+		n.Attempts = 5
+	}
+	if n.Backoff <= 0 {
+		n.Backoff = time.Second
+	}
+	if n.Client == nil {
+		n.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if n.Now == nil {
+		n.Now = time.Now
+	}
+	if n.Sleep == nil {
+		n.Sleep = func(ctx context.Context, d time.Duration) error {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.C:
+				return nil
+			}
+		}
+	}
+	if n.Redact == nil {
+		n.Redact = func(s string) string { return s }
+	}
+	if n.Log == nil {
+		n.Log = func(string, ...any) {}
+	}
+}
+
+// Run polls and delivers until ctx ends. Events are delivered one at a
+// time in the order found, each with its retries.
+func (n *Notifier) Run(ctx context.Context) {
+	n.defaults()
+	queue := make(chan Event, 256)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range queue {
+			err := n.Deliver(ctx, ev)
+			if err != nil && ctx.Err() != nil {
+				// Stopping: events already found get one more
+				// attempt each, bounded, instead of being lost.
+				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				err = n.deliverOnce(dctx, ev)
+				cancel()
+			}
+			if err != nil {
+				n.Log("notification %s of run %s not delivered: %v", ev.Event, ev.RunID, err)
+			}
+		}
+	}()
+	defer func() {
+		close(queue)
+		<-done
+	}()
+	for {
+		evs, err := n.Poll(ctx)
+		if err != nil {
+			n.Log("notifications: %v", err)
+		}
+		for _, ev := range evs {
+			select {
+			case queue <- ev:
+			default:
+				n.Log("notification %s of run %s dropped: too many undelivered events", ev.Event, ev.RunID)
+			}
+		}
+		if n.Sleep(ctx, n.Interval) != nil {
+			return
+		}
+	}
+}
+
+// Poll lists the runs once and returns an event for every run whose status
+// changed into an announced one since the previous poll. The first poll
+// only learns the statuses: runs that were already waiting when the server
+// started are not announced again.
+func (n *Notifier) Poll(ctx context.Context) ([]Event, error) {
+	n.defaults()
+	runs, err := n.Store.List(ctx, state.Filter{})
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	n.mu.Lock()
+	first := n.seen == nil
+	prev := n.seen
+	n.seen = make(map[string]state.Status, len(runs))
+	for _, r := range runs {
+		n.seen[r.ID] = r.Status
+	}
+	n.mu.Unlock()
+	if first {
+		return nil, nil
+	}
+	var evs []Event
+	for _, r := range runs {
+		if before, ok := prev[r.ID]; (ok && before == r.Status) || !notifyStatuses[r.Status] {
+			continue
+		}
+		evs = append(evs, n.event(ctx, r))
+	}
+	return evs, nil
+}
+
+// event builds the body for run r, with its pending or unknown calls.
+func (n *Notifier) event(ctx context.Context, r state.Summary) Event {
+	ev := Event{Event: "run." + string(r.Status), RunID: r.ID, Status: r.Status, Agent: r.Agent, File: r.File,
+		Revision: r.Revision, UpdatedAt: r.UpdatedAt}
+	if n.BaseURL != "" {
+		ev.URL = n.BaseURL + "/runs/" + r.ID
+	}
+	st, err := runtime.Show(ctx, n.Store, r.ID)
+	if err != nil {
+		return ev
+	}
+	v := (&Server{o: Options{Redact: n.Redact}}).view(st)
+	if r.Status == state.StatusWaitingApproval {
+		ev.Pending = v.PendingCalls
+	}
+	if r.Status == state.StatusUnknownOutcome {
+		ev.Unknown = v.UnknownCalls
+	}
+	if v.Error != nil {
+		ev.Error = &apiError{Code: v.Error.Code, Message: v.Error.Message}
+	}
+	return ev
+}
+
+// CheckNotifyURL refuses a --notify value that is not an http or https
+// URL, so a typo is reported at start and not as failed deliveries later.
+func CheckNotifyURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--notify takes an http:// or https:// URL, not %q", raw)
+	}
+	return nil
+}
+
+// Sign is the signature header value of body sent at timestamp ts.
+func Sign(secret, ts string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(ts))
+	m.Write([]byte("."))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// deliverOnce posts ev in a single attempt.
+func (n *Notifier) deliverOnce(ctx context.Context, ev Event) error {
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode event: %w", err)
+	}
+	_, err = n.post(ctx, ev.Event, randomID(), []byte(n.Redact(string(body))))
+	return err
+}
+
+// Deliver posts ev, retrying a network error, a 429 or a 5xx answer up to
+// Attempts times with doubling waits; any other 4xx answer is final.
+func (n *Notifier) Deliver(ctx context.Context, ev Event) error {
+	n.defaults()
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode event: %w", err)
+	}
+	body = []byte(n.Redact(string(body)))
+	delivery := randomID()
+	wait := n.Backoff
+	var last error
+	for attempt := 1; attempt <= n.Attempts; attempt++ {
+		if attempt > 1 {
+			if err := n.Sleep(ctx, wait); err != nil {
+				return fmt.Errorf("gave up after %d attempt(s): %w (last: %v)", attempt-1, err, last)
+			}
+			wait *= 2
+		}
+		retry, err := n.post(ctx, ev.Event, delivery, body)
+		if err == nil {
+			return nil
+		}
+		last = err
+		if !retry {
+			return err
+		}
+	}
+	return fmt.Errorf("gave up after %d attempts: %w", n.Attempts, last)
+}
+
+// post sends one attempt and says whether a failure is worth retrying.
+func (n *Notifier) post(ctx context.Context, event, delivery string, body []byte) (retry bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.URL, bytes.NewReader(body))
+	if err != nil {
+		return false, fmt.Errorf("notify URL: %w", err)
+	}
+	ts := strconv.FormatInt(n.Now().Unix(), 10)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "nexa-serve")
+	req.Header.Set(HeaderEvent, event)
+	req.Header.Set(HeaderDelivery, delivery)
+	req.Header.Set(HeaderTimestamp, ts)
+	if n.Secret != "" {
+		req.Header.Set(HeaderSignature, Sign(n.Secret, ts, body))
+	}
+	resp, err := n.Client.Do(req)
+	if err != nil {
+		return true, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return false, nil
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		return true, fmt.Errorf("receiver answered %s", resp.Status)
+	}
+	return false, fmt.Errorf("receiver answered %s (not retried)", resp.Status)
+}

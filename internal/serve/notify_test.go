@@ -1,0 +1,195 @@
+package serve
+
+import (
+	"context"
+	"crypto/hmac"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/secrets"
+)
+
+// receiver is a webhook endpoint that answers with the next status of its
+// script (then 200) and keeps what it received.
+type receiver struct {
+	mu       sync.Mutex
+	statuses []int
+	got      []*http.Request
+	bodies   [][]byte
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.got = append(rc.got, r)
+	rc.bodies = append(rc.bodies, b)
+	code := 200
+	if len(rc.statuses) > 0 {
+		code, rc.statuses = rc.statuses[0], rc.statuses[1:]
+	}
+	w.WriteHeader(code)
+}
+
+func newNotifier(t *testing.T, s state.Store, rc *receiver) (*Notifier, *[]time.Duration) {
+	t.Helper()
+	hs := httptest.NewServer(rc)
+	t.Cleanup(hs.Close)
+	var sleeps []time.Duration
+	n := &Notifier{
+		URL: hs.URL, Secret: "webhook-secret", Store: s, Client: hs.Client(),
+		Now:    func() time.Time { return fixedNow },
+		Sleep:  func(_ context.Context, d time.Duration) error { sleeps = append(sleeps, d); return nil },
+		Redact: secrets.NewRedactor("hunter2-secret").Redact,
+	}
+	return n, &sleeps
+}
+
+func setStatus(t *testing.T, s state.Store, id string, st state.Status) {
+	t.Helper()
+	run, err := s.Load(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Status = st
+	if err := s.Save(context.Background(), run, state.Delta{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNotifierFindsTransitionsByPolling(t *testing.T) {
+	s := newStore(t)
+	n, _ := newNotifier(t, s, &receiver{})
+	ctx := context.Background()
+	if evs, err := n.Poll(ctx); err != nil || len(evs) != 0 {
+		t.Fatalf("first poll announces runs that were already there: %v %v", evs, err)
+	}
+	if evs, _ := n.Poll(ctx); len(evs) != 0 {
+		t.Fatalf("nothing changed, yet: %+v", evs)
+	}
+	setStatus(t, s, runID, state.StatusRunning)
+	if evs, _ := n.Poll(ctx); len(evs) != 0 {
+		t.Fatalf("running is not announced: %+v", evs)
+	}
+	setStatus(t, s, runID, state.StatusWaitingApproval)
+	evs, err := n.Poll(ctx)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("waiting again: %+v %v", evs, err)
+	}
+	ev := evs[0]
+	if ev.Event != "run.waiting_approval" || ev.RunID != runID || len(ev.Pending) != 2 || ev.Pending[0].CallID != "call_1" {
+		t.Fatalf("event: %+v", ev)
+	}
+	if b, _ := json.Marshal(ev); strings.Contains(string(b), "hunter2-secret") {
+		t.Fatalf("the event carries a secret: %s", b)
+	}
+	setStatus(t, s, runID, state.StatusCompleted)
+	if evs, _ = n.Poll(ctx); len(evs) != 1 || evs[0].Event != "run.completed" {
+		t.Fatalf("completed: %+v", evs)
+	}
+}
+
+func TestDeliverSignsAndRetriesWithBackoff(t *testing.T) {
+	s := newStore(t)
+	rc := &receiver{statuses: []int{503, 429}}
+	n, sleeps := newNotifier(t, s, rc)
+	before := load(t, s).Revision
+	ev := Event{Event: "run.completed", RunID: runID, Status: state.StatusCompleted}
+	if err := n.Deliver(context.Background(), ev); err != nil {
+		t.Fatalf("deliver: %v", err)
+	}
+	if len(rc.got) != 3 || len(*sleeps) != 2 || (*sleeps)[0] != time.Second || (*sleeps)[1] != 2*time.Second {
+		t.Fatalf("attempts %d, waits %v", len(rc.got), *sleeps)
+	}
+	// Every attempt is the same delivery, signed over timestamp and body.
+	for i, r := range rc.got {
+		ts := r.Header.Get(HeaderTimestamp)
+		want := Sign("webhook-secret", ts, rc.bodies[i])
+		if !hmac.Equal([]byte(r.Header.Get(HeaderSignature)), []byte(want)) {
+			t.Fatalf("attempt %d: signature %q, want %q", i, r.Header.Get(HeaderSignature), want)
+		}
+		if Sign("other-secret", ts, rc.bodies[i]) == want {
+			t.Fatal("the signature does not depend on the secret")
+		}
+		if r.Header.Get(HeaderEvent) != "run.completed" || r.Header.Get(HeaderDelivery) != rc.got[0].Header.Get(HeaderDelivery) {
+			t.Fatalf("attempt %d headers: %v", i, r.Header)
+		}
+	}
+	var got Event
+	if err := json.Unmarshal(rc.bodies[2], &got); err != nil || got.RunID != runID {
+		t.Fatalf("body: %s %v", rc.bodies[2], err)
+	}
+	if load(t, s).Revision != before {
+		t.Fatal("a notification changed the run")
+	}
+}
+
+func TestDeliverGivesUpWithoutChangingTheRun(t *testing.T) {
+	s := newStore(t)
+	rc := &receiver{statuses: []int{500, 500, 500, 500, 500, 500}}
+	n, sleeps := newNotifier(t, s, rc)
+	before := load(t, s)
+	err := n.Deliver(context.Background(), Event{Event: "run.failed", RunID: runID})
+	if err == nil || !strings.Contains(err.Error(), "gave up after 5 attempts") {
+		t.Fatalf("err = %v", err)
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
+	if len(*sleeps) != len(want) {
+		t.Fatalf("waits %v, want %v", *sleeps, want)
+	}
+	for i := range want {
+		if (*sleeps)[i] != want[i] {
+			t.Fatalf("waits %v, want %v", *sleeps, want)
+		}
+	}
+	after := load(t, s)
+	if after.Revision != before.Revision || after.Status != before.Status {
+		t.Fatal("a failed notification changed the run")
+	}
+
+	// A 4xx answer other than 429 is final: the receiver refused it.
+	rc2 := &receiver{statuses: []int{400}}
+	n2, sleeps2 := newNotifier(t, s, rc2)
+	if err := n2.Deliver(context.Background(), Event{Event: "run.failed", RunID: runID}); err == nil || len(rc2.got) != 1 || len(*sleeps2) != 0 {
+		t.Fatalf("400: err %v, attempts %d", err, len(rc2.got))
+	}
+}
+
+// TestNotifierRunDeliversWhatItFinds drives the polling loop through its
+// clock: the first poll learns the runs, the run then completes, the next
+// poll finds it and the event reaches the receiver before Run returns.
+func TestNotifierRunDeliversWhatItFinds(t *testing.T) {
+	s := newStore(t)
+	rc := &receiver{}
+	n, _ := newNotifier(t, s, rc)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	polls := 0
+	n.Sleep = func(ctx context.Context, d time.Duration) error {
+		if d != n.Interval {
+			return nil // a retry's wait
+		}
+		polls++
+		switch polls {
+		case 1:
+			setStatus(t, s, runID, state.StatusCompleted)
+		case 2:
+			cancel()
+			return ctx.Err()
+		}
+		return nil
+	}
+	n.Run(ctx)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.got) != 1 || rc.got[0].Header.Get(HeaderEvent) != "run.completed" {
+		t.Fatalf("deliveries: %d", len(rc.got))
+	}
+}

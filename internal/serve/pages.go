@@ -1,0 +1,311 @@
+package serve
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	"decision": decisionText,
+}).ParseFS(templateFS, "templates/*.html"))
+
+// statusOrder puts what needs a person first in the inbox.
+var statusOrder = []state.Status{
+	state.StatusWaitingApproval, state.StatusUnknownOutcome, state.StatusInterrupted, state.StatusRunning,
+	state.StatusFailed, state.StatusTimedOut, state.StatusBudgetExhausted, state.StatusCompleted,
+}
+
+type group struct {
+	Status state.Status
+	Runs   []state.Summary
+}
+
+type pendingPage struct {
+	pendingView
+	Arguments string // indented for reading
+}
+
+type pageData struct {
+	Title, Store, Flash, Error, CSRF, Next string
+	Groups                                 []group
+	Run                                    *runView
+	Pending                                []pendingPage
+	Executes                               bool
+	ResumeCmd                              string
+	decided                                string // the call just decided
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /{$}", s.page(s.inbox))
+	m.HandleFunc("GET /runs/{id}", s.page(s.runPage))
+	m.HandleFunc("POST /runs/{id}/decide", s.formPost(s.decideForm))
+	m.HandleFunc("GET /login", s.loginPage)
+	m.HandleFunc("POST /login", s.login)
+	m.HandleFunc("POST /logout", s.formPost(s.logout))
+	m.HandleFunc("GET /api/runs", s.api(s.apiList))
+	m.HandleFunc("GET /api/runs/{id}", s.api(s.apiShow))
+	m.HandleFunc("POST /api/runs/{id}/decide", s.api(s.apiDecide))
+	m.HandleFunc("POST /api/runs/{id}/resolve", s.api(s.apiResolve))
+}
+
+// render executes a page template and passes the result through the
+// redactor before it leaves the server.
+func (s *Server) render(w http.ResponseWriter, status int, name string, d *pageData) {
+	d.Store = s.o.StoreName
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, name, d); err != nil {
+		s.logf("render %s: %v", name, err)
+		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(s.o.Redact(buf.String())))
+}
+
+// page wraps a page handler: without a login, the login form.
+func (s *Server) page(h func(http.ResponseWriter, *http.Request, *pageData)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sid := s.session(w, r)
+		if !s.loggedIn(r) {
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		h(w, r, &pageData{CSRF: s.csrfToken(sid)})
+	}
+}
+
+// formPost wraps a form handler: login, same origin and this session's
+// CSRF token are required, or nothing happens.
+func (s *Server) formPost(h func(http.ResponseWriter, *http.Request, *pageData)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		if !s.loggedIn(r) {
+			s.render(w, http.StatusUnauthorized, "login.html", &pageData{Title: "Sign in", Error: "sign in first; nothing was recorded", CSRF: s.csrfToken(s.session(w, r))})
+			return
+		}
+		if !sameOrigin(r) || !s.csrfOK(r) {
+			sid := s.session(w, r)
+			s.render(w, http.StatusForbidden, "message.html", &pageData{Title: "Refused", CSRF: s.csrfToken(sid),
+				Error: "refused: this form did not come from this inbox's page (missing or wrong CSRF token); nothing was recorded. Reload the page and try again."})
+			return
+		}
+		c, _ := r.Cookie(sessionCookie)
+		h(w, r, &pageData{CSRF: s.csrfToken(c.Value)})
+	}
+}
+
+func (s *Server) inbox(w http.ResponseWriter, r *http.Request, d *pageData) {
+	d.Title = "Runs"
+	runs, err := s.o.Store.List(r.Context(), state.Filter{})
+	if err != nil {
+		d.Error = fmt.Sprintf("list runs: %v", err)
+		s.render(w, http.StatusInternalServerError, "inbox.html", d)
+		return
+	}
+	by := map[state.Status][]state.Summary{}
+	for _, run := range runs {
+		by[run.Status] = append(by[run.Status], run)
+	}
+	for _, st := range statusOrder {
+		if len(by[st]) > 0 {
+			d.Groups = append(d.Groups, group{Status: st, Runs: by[st]})
+		}
+	}
+	s.render(w, http.StatusOK, "inbox.html", d)
+}
+
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request, d *pageData) {
+	d.decided = r.URL.Query().Get("decided")
+	s.showRun(w, r, d, http.StatusOK)
+}
+
+// showRun renders the run page of the run in the URL, with whatever
+// message d already carries.
+func (s *Server) showRun(w http.ResponseWriter, r *http.Request, d *pageData, status int) {
+	id := r.PathValue("id")
+	d.Title = id
+	if !validRunID(id) {
+		d.Error = notRunID(id).Message
+		s.render(w, http.StatusNotFound, "message.html", d)
+		return
+	}
+	st, err := runtime.Show(r.Context(), s.o.Store, id)
+	if err != nil {
+		e := asAPIError(err)
+		d.Error = e.Message
+		s.render(w, httpStatus(e.Code), "message.html", d)
+		return
+	}
+	v := s.view(st)
+	d.Run = &v
+	// The confirmation after a decision is told from the journal, never
+	// echoed from the URL, so a link cannot make the page claim anything.
+	if e := v.Entry(d.decided); e != nil && e.Decision != nil {
+		d.Flash = "call " + e.CallID + " " + decisionText(*e)
+		if d.Executes = s.o.Execute != nil; d.Executes && len(v.PendingCalls) == 0 && !v.Status.Terminal() {
+			d.Flash += "; the server is continuing the run"
+		}
+	}
+	d.Executes = s.o.Execute != nil
+	d.ResumeCmd = resumeCommand(st)
+	for _, p := range v.PendingCalls {
+		d.Pending = append(d.Pending, pendingPage{pendingView: p, Arguments: indentJSON(p.Arguments)})
+	}
+	s.render(w, status, "run.html", d)
+}
+
+func (s *Server) decideForm(w http.ResponseWriter, r *http.Request, d *pageData) {
+	id := r.PathValue("id")
+	callID := r.PostFormValue("call_id")
+	rev, err := strconv.ParseInt(r.PostFormValue("revision"), 10, 64)
+	var approve bool
+	switch {
+	case err != nil || rev <= 0:
+		d.Error = "the form carries no revision; reload the page and decide again (nothing was recorded)"
+	case callID == "":
+		d.Error = "the form names no call; nothing was recorded"
+	case r.PostFormValue("decision") == "approve":
+		approve = true
+	case r.PostFormValue("decision") == "deny":
+	default:
+		d.Error = "say the decision explicitly: Approve or Deny (nothing was recorded)"
+	}
+	if d.Error != "" {
+		s.showRun(w, r, d, http.StatusBadRequest)
+		return
+	}
+	if !validRunID(id) {
+		s.showRun(w, r, d, http.StatusNotFound)
+		return
+	}
+	_, _, err = s.decide(r.Context(), id, rev, []runtime.Decision{{CallID: callID, Approve: approve, Reason: r.PostFormValue("reason")}})
+	if err != nil {
+		e := asAPIError(err)
+		d.Error = e.Message
+		if e.Code == runtime.CodeCheckpointConflict {
+			d.Error = "Conflict: " + e.Message + ". The page below shows the run as it is now."
+		}
+		s.showRun(w, r, d, httpStatus(e.Code))
+		return
+	}
+	http.Redirect(w, r, "/runs/"+id+"?decided="+url.QueryEscape(callID), http.StatusSeeOther)
+}
+
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	sid := s.session(w, r)
+	if s.loggedIn(r) {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	s.render(w, http.StatusOK, "login.html", &pageData{Title: "Sign in", CSRF: s.csrfToken(sid), Next: safeNext(r.URL.Query().Get("next"))})
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<16)
+	if !sameOrigin(r) || !s.csrfOK(r) {
+		sid := s.session(w, r)
+		s.render(w, http.StatusForbidden, "login.html", &pageData{Title: "Sign in", CSRF: s.csrfToken(sid), Error: "refused: the sign-in form did not come from this page; try again"})
+		return
+	}
+	if !s.tokenOK(r.PostFormValue("token")) {
+		sid := s.session(w, r)
+		s.render(w, http.StatusUnauthorized, "login.html", &pageData{Title: "Sign in", CSRF: s.csrfToken(sid), Next: safeNext(r.PostFormValue("next")), Error: "wrong token"})
+		return
+	}
+	// A fresh session id on login, so an id planted before it is useless.
+	id := randomID()
+	s.mu.Lock()
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		delete(s.sessions, c.Value)
+	}
+	s.sessions[id] = true
+	s.mu.Unlock()
+	s.setSessionCookie(w, r, id)
+	http.Redirect(w, r, safeNext(r.PostFormValue("next")), http.StatusSeeOther)
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ *pageData) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		s.mu.Lock()
+		delete(s.sessions, c.Value)
+		s.mu.Unlock()
+	}
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// safeNext keeps a post-login redirect on this server.
+func safeNext(n string) string {
+	if !strings.HasPrefix(n, "/") || strings.HasPrefix(n, "//") || strings.Contains(n, "\\") {
+		return "/"
+	}
+	return n
+}
+
+// indentJSON formats arguments for reading; text that is not JSON is shown
+// as it is.
+func indentJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// decisionText is the decision column of the journal.
+func decisionText(e state.JournalEntry) string {
+	if !e.NeedsApproval {
+		return "-"
+	}
+	if e.Decision == nil {
+		return "pending"
+	}
+	t := "denied"
+	if *e.Decision {
+		t = "approved"
+	}
+	if e.DecidedBy != "" {
+		t += " by " + e.DecidedBy
+	}
+	if e.DecidedAt != nil {
+		t += " at " + e.DecidedAt.UTC().Format(time.RFC3339)
+	}
+	if e.Reason != "" {
+		t += " (" + e.Reason + ")"
+	}
+	return t
+}
+
+// resumeCommand is the command that continues a run, with the provider
+// flags it was started with.
+func resumeCommand(st *state.RunState) string {
+	parts := []string{"nexa", "agent", shellQuote(st.Config.SourceFile), shellQuote(st.Config.Agent), "--resume", st.ID}
+	for _, f := range st.Config.ResumeFlags {
+		parts = append(parts, shellQuote(f))
+	}
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@,+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
