@@ -1,9 +1,7 @@
 package lang
 
 import (
-	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/alecthomas/participle/v2"
@@ -25,17 +23,37 @@ func build[G any]() *participle.Parser[G] {
 	)
 }
 
-// The participle parsers of the declarations nexa compiles; each one's
-// grammar is in the struct tags of its type (ast.go).
-var (
-	toolFnParser     = build[ToolFn]()
-	agentParser      = build[Agent]()
-	legacyToolParser = build[LegacyTool]()
-	protocolParser   = build[Protocol]()
-	includeParser    = build[Include]()
-	useConfigParser  = build[UseConfig]()
-	typeDeclParser   = build[TypeDecl]()
-)
+// declParser parses one declaration from a token stream that ends it with
+// a Sep token.
+type declParser func(pl *lexer.PeekingLexer) (Decl, error)
+
+// parserOf builds the participle parser of a declaration type; its grammar
+// is in the struct tags of the type (ast.go).
+func parserOf[G any, P interface {
+	*G
+	Decl
+}]() declParser {
+	p := build[G]()
+	return func(pl *lexer.PeekingLexer) (Decl, error) {
+		g, err := parseWith(p, pl)
+		if err != nil {
+			return nil, err
+		}
+		return P(g), nil
+	}
+}
+
+// declParsers are the parsers of the declaration kinds nexa compiles, by
+// the kind the splitter gives them; the other kinds are kept as OtherDecl.
+var declParsers = map[string]declParser{
+	"tool":        parserOf[ToolFn](),
+	"agent":       parserOf[Agent](),
+	"legacy_tool": parserOf[LegacyTool](),
+	"protocol":    parserOf[Protocol](),
+	"include":     parserOf[Include](),
+	"use_config":  parserOf[UseConfig](),
+	"type":        parserOf[TypeDecl](),
+}
 
 // ParseType reads a type written inside a string (a quoted parameter type
 // such as "list[str]"); every position of the result is at.
@@ -44,15 +62,17 @@ func ParseType(at Position, text string) (*TypeExpr, Diagnostics) {
 		return Diagnostics{{File: at.Filename, Line: at.Line, Column: at.Column, Code: CodeSyntax,
 			Message: "expected a type, found " + strconvQuote(shown), Severity: SeverityError}}
 	}
-	toks, diags := Lex(at.Filename, []byte(text))
-	if len(diags) > 0 || nestingDepth(toks) > MaxDepth {
+	tl, diags := lex(at.Filename, []byte(text))
+	if len(diags) > 0 || nestingDepth(tl) > MaxDepth {
 		return nil, bad(truncate(text, 40))
 	}
+	toks := make([]lexer.Token, tl.len())
 	for i := range toks {
-		toks[i].Pos = at
+		toks[i] = tl.ptok(i)
+		toks[i].Pos = lexer.Position(at)
 	}
-	toks[len(toks)-1] = Token{Type: Sep, Pos: at}
-	pl, err := lexer.Upgrade(&tokenLexer{toks: toks, eof: at}, Comment)
+	toks[len(toks)-1] = lexer.Token{Type: Sep, Pos: lexer.Position(at)}
+	pl, err := lexer.Upgrade(&tokenLexer{toks: toks, eof: lexer.Position(at)}, Comment)
 	if err != nil {
 		return nil, bad(text)
 	}
@@ -70,13 +90,13 @@ func ParseType(at Position, text string) (*TypeExpr, Diagnostics) {
 func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }
 
 // nestingDepth is the deepest bracket nesting of a token list.
-func nestingDepth(toks []Token) int {
+func nestingDepth(tl *tokenList) int {
 	depth, deepest := 0, 0
-	for _, t := range toks {
-		if t.Type != Punct {
+	for i := range tl.len() {
+		if tl.typ(i) != Punct {
 			continue
 		}
-		switch t.Value {
+		switch tl.value(i) {
 		case "(", "[", "{", "<":
 			depth++
 			deepest = max(deepest, depth)
@@ -129,14 +149,6 @@ func Parse(path string, src []byte) (*File, Diagnostics) {
 	return f, diags
 }
 
-// participleKinds are the declaration kinds nexa compiles, each parsed by
-// the participle grammar of its type; the other kinds are kept as
-// OtherDecl.
-var participleKinds = map[string]bool{
-	"tool": true, "agent": true, "legacy_tool": true, "protocol": true,
-	"include": true, "use_config": true, "type": true,
-}
-
 // spanStream feeds participle the declarations of a file in batches of
 // about batchTokens tokens: one token stream per batch holds the tokens of
 // each declaration to parse, without comments (the grammar elides them
@@ -170,24 +182,24 @@ func (ss *spanStream) at(k int) *lexer.PeekingLexer {
 
 // fill builds the stream of the batch starting at span k.
 func (ss *spanStream) fill(k int) {
-	toks := make([]Token, 0, batchTokens+64)
+	toks := make([]lexer.Token, 0, batchTokens+64)
 	if ss.starts == nil {
 		ss.starts = make([]int, len(ss.spans))
 	}
 	for ss.next = k; ss.next < len(ss.spans) && len(toks) < batchTokens; ss.next++ {
 		s := ss.spans[ss.next]
-		if !participleKinds[s.kind] || s.broken {
+		if declParsers[s.kind] == nil || s.broken {
 			continue
 		}
 		ss.starts[ss.next] = len(toks)
 		for i := s.start; i < s.end; i++ {
 			if ss.tl.typ(i) != Comment {
-				toks = append(toks, ss.tl.at(i))
+				toks = append(toks, ss.tl.ptok(i))
 			}
 		}
-		toks = append(toks, Token{Type: Sep, Pos: ss.tl.pos(min(s.end, ss.tl.len()-1))})
+		toks = append(toks, lexer.Token{Type: Sep, Pos: lexer.Position(ss.tl.pos(min(s.end, ss.tl.len()-1)))})
 	}
-	pl, err := lexer.Upgrade(&tokenLexer{toks: toks, eof: ss.tl.pos(ss.tl.len() - 1)})
+	pl, err := lexer.Upgrade(&tokenLexer{toks: toks, eof: lexer.Position(ss.tl.pos(ss.tl.len() - 1))})
 	if err != nil {
 		panic(err) // tokenLexer never fails
 	}
@@ -201,31 +213,7 @@ func parseSpan(tl *tokenList, s span, fs *spanStream, k int) (Decl, Diagnostics)
 	if s.broken {
 		return &BrokenDecl{Pos: first.Pos, Kind: kindLabel(s.kind), Name: name, NameAt: nameAt}, nil
 	}
-	var (
-		d   Decl
-		err error
-	)
-	switch s.kind {
-	case "tool":
-		var v *ToolFn
-		v, err = parseWith(toolFnParser, fs.at(k))
-		if err == nil {
-			attachParamDocs(v, tl, s.start, s.end)
-			d = v
-		}
-	case "agent":
-		d, err = parseWith(agentParser, fs.at(k))
-	case "legacy_tool":
-		d, err = parseWith(legacyToolParser, fs.at(k))
-	case "protocol":
-		d, err = parseWith(protocolParser, fs.at(k))
-	case "include":
-		d, err = parseWith(includeParser, fs.at(k))
-	case "use_config":
-		d, err = parseWith(useConfigParser, fs.at(k))
-	case "type":
-		d, err = parseWith(typeDeclParser, fs.at(k))
-	case "decorated":
+	if s.kind == "decorated" {
 		t := tl.at(kw)
 		return &BrokenDecl{Pos: first.Pos, Kind: "decorated"}, Diagnostics{{
 			File: t.Pos.Filename, Line: t.Pos.Line, Column: t.Pos.Column, Code: CodeSyntax,
@@ -233,14 +221,20 @@ func parseSpan(tl *tokenList, s span, fs *spanStream, k int) (Decl, Diagnostics)
 			Hint:     "decorators such as @tool(…) and @limit(…) go right before `fn` or `agent`",
 			Severity: SeverityError,
 		}}
-	default:
+	}
+	parse := declParsers[s.kind]
+	if parse == nil {
 		return &OtherDecl{Pos: first.Pos, Kind: s.kind, Name: name, NameAt: nameAt}, nil
 	}
+	d, err := parse(fs.at(k))
 	if err != nil {
 		return &BrokenDecl{Pos: first.Pos, Kind: kindLabel(s.kind), Name: name, NameAt: nameAt},
-			Diagnostics{syntaxDiag(err, tl, s)}
+			Diagnostics{syntaxDiag(err, parse, tl, s)}
 	}
-	if ds := normalize(d); len(ds) > 0 {
+	if fn, ok := d.(*ToolFn); ok {
+		attachParamDocs(fn, tl, s.start, s.end)
+	}
+	if ds := normalize(d, tl); len(ds) > 0 {
 		return &BrokenDecl{Pos: first.Pos, Kind: kindLabel(s.kind), Name: name, NameAt: nameAt}, ds
 	}
 	return d, nil
@@ -354,62 +348,6 @@ func describeAt(tl *tokenList, i int, s span) string {
 		return Describe(tl.at(min(s.end, tl.len()-1)))
 	}
 	return Describe(tl.at(i))
-}
-
-var expectedRe = regexp.MustCompile(`^unexpected token "((?s).*)" \(expected (.*)\)$`)
-
-// syntaxDiag turns a participle error into an "expected X, found Y"
-// diagnostic at the offending token.
-func syntaxDiag(err error, tl *tokenList, s span) Diagnostic {
-	var perr participle.Error
-	pos := tl.at(s.start).Pos
-	msg := err.Error()
-	expected := ""
-	var found string
-	if errors.As(err, &perr) {
-		pos = perr.Position()
-		msg = perr.Message()
-		var ute *participle.UnexpectedTokenError
-		if errors.As(err, &ute) {
-			found = Describe(ute.Unexpected)
-			if ute.Unexpected.EOF() || ute.Unexpected.Type == Sep {
-				found = describeAt(tl, s.end, s)
-			}
-			if m := expectedRe.FindStringSubmatch(ute.Message()); m != nil {
-				expected = friendlyExpected(m[2])
-			} else if ute.Expect != "" {
-				expected = friendlyExpected(ute.Expect)
-			}
-		}
-	}
-	d := Diagnostic{File: pos.Filename, Line: pos.Line, Column: pos.Column, Code: CodeSyntax, Severity: SeverityError}
-	if d.File == "" {
-		d.File = tl.at(s.start).Pos.Filename
-	}
-	switch {
-	case expected != "" && found != "":
-		d.Message = fmt.Sprintf("expected %s, found %s", expected, found)
-	case found != "":
-		d.Message = fmt.Sprintf("unexpected %s in %s", found, kindLabel(s.kind))
-	default:
-		d.Message = fmt.Sprintf("%s (in %s)", msg, kindLabel(s.kind))
-	}
-	d.Hint = syntaxHint(s.kind, expected, found)
-	return d
-}
-
-func syntaxHint(kind, expected, found string) string {
-	switch {
-	case kind == "tool" && strings.Contains(expected, "`fn`"):
-		return "a @tool(…) decorator is followed by `fn name(params): type { … }`"
-	case kind == "agent" && expected == "`{`":
-		return "the agent header is: decorators, agent NAME, -> Type, uses …, implements P, requires/ensures, then `{`"
-	case strings.Contains(expected, "`}`") && found == "end of file":
-		return "a closing `}` is missing"
-	case strings.HasPrefix(found, "string ") && strings.Contains(expected, "`:`"):
-		return "separate a property name from its value with `:`"
-	}
-	return ""
 }
 
 // stripCommentStart removes the opening marker of a comment — two or more
