@@ -193,7 +193,6 @@ func group(words, members []string, phrase string) []string {
 	return out
 }
 
-
 // syntaxHint adds advice for the mistakes that have a usual cause; prev is
 // the text of the token before the offending one.
 func syntaxHint(kind, prev, expected, found string) string {
