@@ -119,18 +119,18 @@ func (k *Key) Name() string {
 }
 
 // Decorator is `@name(args)`, such as @tool("…", risk_level: "high") or
-// @limit(max_tokens=2000). Parsed by hand (participle.Parseable).
+// @limit(max_tokens=2000).
 type Decorator struct {
 	Pos  Position
-	Name string
-	Args []*Arg
+	Name string `parser:"'@' @Ident"`
+	Args []*Arg `parser:"( '(' ( @@ ( ',' @@? )* )? ')' )?"`
 }
 
 // Arg is a decorator argument, positional or named with `:` or `=`.
 type Arg struct {
 	Pos   Position
-	First *Value
-	Named *Value
+	First *Value `parser:"@@"`
+	Named *Value `parser:"( ( ':' | '=' ) @@ )?"`
 	// Name and Value are filled after parsing: Name is set for `name: v`
 	// and `name=v` (when the name is not a plain word, NameErr is set).
 	Name    string
@@ -217,12 +217,12 @@ type ToolFn struct {
 
 // Param is one tool parameter. Type is nil when the source leaves it out
 // (an error for the compiler, accepted by the parser so that the message can
-// say so). Doc is the text of an adjacent comment. Parsed by hand.
+// say so). Doc is the text of an adjacent comment (filled after parsing).
 type Param struct {
 	Pos     Position
-	Name    string
-	Type    *TypeExpr
-	Default *Value
+	Name    string    `parser:"@Ident"`
+	Type    *TypeExpr `parser:"( ':' @@ )?"`
+	Default *Value    `parser:"( '=' @@ )?"`
 	Doc     string
 }
 

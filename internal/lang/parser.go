@@ -182,28 +182,57 @@ func (ss *spanStream) at(k int) *lexer.PeekingLexer {
 
 // fill builds the stream of the batch starting at span k.
 func (ss *spanStream) fill(k int) {
-	toks := make([]lexer.Token, 0, batchTokens+64)
 	if ss.starts == nil {
 		ss.starts = make([]int, len(ss.spans))
 	}
-	for ss.next = k; ss.next < len(ss.spans) && len(toks) < batchTokens; ss.next++ {
-		s := ss.spans[ss.next]
-		if declParsers[s.kind] == nil || s.broken {
-			continue
-		}
-		ss.starts[ss.next] = len(toks)
-		for i := s.start; i < s.end; i++ {
-			if ss.tl.typ(i) != Comment {
-				toks = append(toks, ss.tl.ptok(i))
-			}
-		}
-		toks = append(toks, lexer.Token{Type: Sep, Pos: lexer.Position(ss.tl.pos(min(s.end, ss.tl.len()-1)))})
-	}
-	pl, err := lexer.Upgrade(&tokenLexer{toks: toks, eof: lexer.Position(ss.tl.pos(ss.tl.len() - 1))})
+	// the tokens are made as participle reads them (no intermediate slice)
+	bl := &batchLexer{ss: ss, span: k - 1, i: -1}
+	pl, err := lexer.Upgrade(bl)
 	if err != nil {
-		panic(err) // tokenLexer never fails
+		panic(err) // batchLexer never fails
 	}
+	ss.next = bl.span
 	ss.pl = pl
+}
+
+// batchLexer gives participle the tokens of one batch of spanStream: the
+// tokens of each declaration participle parses, comments left out, each
+// declaration followed by a Sep token, then EOF.
+type batchLexer struct {
+	ss   *spanStream
+	span int // the span being read
+	i    int // the next token of it; -1: move to the next span
+	n    int // tokens given so far
+}
+
+// Next implements lexer.Lexer.
+func (b *batchLexer) Next() (lexer.Token, error) {
+	ss, tl := b.ss, b.ss.tl
+	for {
+		if b.i < 0 {
+			b.span++
+			if b.span >= len(ss.spans) || b.n >= batchTokens {
+				return lexer.EOFToken(lexer.Position(tl.pos(tl.len() - 1))), nil
+			}
+			s := ss.spans[b.span]
+			if declParsers[s.kind] == nil || s.broken {
+				continue
+			}
+			ss.starts[b.span] = b.n
+			b.i = s.start
+		}
+		s := ss.spans[b.span]
+		for b.i < s.end && tl.typ(b.i) == Comment {
+			b.i++
+		}
+		b.n++
+		if b.i >= s.end {
+			b.i = -1
+			return lexer.Token{Type: Sep, Pos: lexer.Position(tl.pos(min(s.end, tl.len()-1)))}, nil
+		}
+		b.i++
+		return tl.ptok(b.i - 1), nil
+	}
 }
 
 func parseSpan(tl *tokenList, s span, fs *spanStream, k int) (Decl, Diagnostics) {
