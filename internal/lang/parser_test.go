@@ -127,7 +127,7 @@ func TestSyntaxErrors(t *testing.T) {
 	}{
 		{"agent A {\n  prompt \"x\"\n}", "expected `:` or `{`, found string \"x\"", 2, 10, ""},
 		{"agent A uses {\n}", "expected a name or a string, found `{`", 1, 14, `uses lists tool names, std.NS namespaces, mcp:"…" servers and "file.md" skills, separated by commas`},
-		{"agent A uses t x {\n}", "expected `:`, `{`, `,`, `.`, `implements`, `requires` or `ensures`, found `x`", 1, 16, "the agent header is: decorators, agent NAME, -> Type, uses …, implements P, requires/ensures, then `{`"},
+		{"agent A uses t x {\n}", "expected `:`, `{`, `,`, `implements`, `requires` or `ensures`, found `x`", 1, 16, "the agent header is: decorators, agent NAME, -> Type, uses …, implements P, requires/ensures, then `{`"},
 		{"@tool(\"d\") fn f() x {}", "expected `:`, `->` or `{`, found `x`", 1, 19, ""},
 		{"@tool(\"d\") fn f(a b) {}", "expected `:`, `=`, `,` or `)`, found `b`", 1, 19, ""},
 		{"@tool(\"d\") fn f(a: int { return a }", "expected `)` to close this `(`, found end of file", 1, 16, ""},

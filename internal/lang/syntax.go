@@ -56,6 +56,7 @@ var probes = []probe{
 	{Punct, ".", "`.`", false},
 	{Punct, ">", "`>`", false},
 	{Punct, "@", "`@`", false},
+	{Punct, "python!", "`python!`", false},
 	{Punct, ";", "`;`", false},
 	{Ident, "fn", "`fn`", true},
 	{Ident, "agent", "`agent`", true},
@@ -66,12 +67,21 @@ var probes = []probe{
 	{Ident, "ensures", "`ensures`", true},
 }
 
-// valueStarts and exprStarts are the probe words that together mean "a
-// value" or "an expression" (the tokens that can begin one).
+// valueStarts, exprStarts and stmtStarts are the probe words that together
+// mean "a value", "an expression" or "a statement" (the tokens that can
+// begin one).
 var (
 	valueStarts = []string{"a name", "a string", "a number", "`-`", "`[`", "`{`"}
 	exprStarts  = []string{"a name", "a string", "a number", "`-`", "`!`", "`(`", "`[`"}
+	stmtStarts  = append(slices.Clone(exprStarts), "`python!`")
 )
+
+// continuations are probe words that are often accepted only because what
+// precedes could go on (an operator or `.name` after an expression, `[` or
+// `|` after a type); when the parser also expects something else, they
+// are left out of the message ("expected `{`", not "expected `-`, `(`, `[`,
+// `{`, `.` or `>`").
+var continuations = []string{"`-`", "`(`", "`[`", "`.`", "`>`", "`|`", "`?`"}
 
 // syntaxDiag turns a participle error from parsing declaration s into a
 // diagnostic at the offending token.
@@ -159,8 +169,12 @@ func probeExpected(parse declParser, toks []lexer.Token, k int) string {
 			name = true
 		}
 	}
+	words = group(words, stmtStarts, "a statement")
 	words = group(words, exprStarts, exprWords)
 	words = group(words, valueStarts, valueWords)
+	if rest := slices.DeleteFunc(slices.Clone(words), func(w string) bool { return slices.Contains(continuations, w) }); len(rest) > 0 {
+		words = rest
+	}
 	switch len(words) {
 	case 0:
 		return ""
@@ -199,6 +213,10 @@ func syntaxHint(kind, prev, expected, found string) string {
 	switch {
 	case kind == "tool" && strings.Contains(expected, "`fn`"):
 		return "a @tool(…) decorator is followed by `fn name(params): type { … }`"
+	case prev == "python!":
+		return `python! takes the Python code as a string: python! """…"""`
+	case (prev == "if" && strings.Contains(expected, "condition")) || (prev == "else" && expected == "`{`"):
+		return "write if (condition) { … } else if (condition) { … } else { … }"
 	case kind == "agent" && prev == "uses":
 		return `uses lists tool names, std.NS namespaces, mcp:"…" servers and "file.md" skills, separated by commas`
 	case kind == "agent" && strings.Contains(expected, "`ensures`"):
