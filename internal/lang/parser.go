@@ -163,6 +163,10 @@ type spanStream struct {
 	pl     *lexer.PeekingLexer
 	starts []int // raw index in pl of each span's first token, by span index
 	next   int   // first span not yet in a stream
+	// probed counts the syntax errors whose expectation was probed; past
+	// MaxErrorsPerFile the messages would be dropped anyway, so probing
+	// stops (a file of thousands of broken declarations stays fast).
+	probed int
 }
 
 // batchTokens is about how many tokens one stream holds.
@@ -258,7 +262,7 @@ func parseSpan(tl *tokenList, s span, fs *spanStream, k int) (Decl, Diagnostics)
 	d, err := parse(fs.at(k))
 	if err != nil {
 		return &BrokenDecl{Pos: first.Pos, Kind: kindLabel(s.kind), Name: name, NameAt: nameAt},
-			Diagnostics{syntaxDiag(err, parse, tl, s)}
+			Diagnostics{syntaxDiag(err, parse, tl, s, &fs.probed)}
 	}
 	if fn, ok := d.(*ToolFn); ok {
 		attachParamDocs(fn, tl, s.start, s.end)

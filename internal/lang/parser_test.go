@@ -291,3 +291,23 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestClauseTokens: an expression clause keeps its tokens (the compiler
+// writes them back as text), without comments and up to the next clause.
+func TestClauseTokens(t *testing.T) {
+	f, diags := Parse("c.nx", []byte("agent A requires len(x) /* c */ > 0 ensures \"ok\" {\n prompt: \"p\"\n}"))
+	if len(diags) > 0 {
+		t.Fatal(diags.Err())
+	}
+	a := f.Decls[0].(*Agent)
+	var words []string
+	for _, tk := range a.Clauses[0].Tokens {
+		words = append(words, tk.Value)
+	}
+	if got := strings.Join(words, " "); got != "requires len ( x ) > 0" {
+		t.Errorf("clause tokens = %q", got)
+	}
+	if p := a.Clauses[1].Pos; p.Line != 1 || p.Column != 37 || p.Filename != "c.nx" {
+		t.Errorf("second clause at %s", p)
+	}
+}

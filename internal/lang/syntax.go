@@ -84,8 +84,9 @@ var (
 var continuations = []string{"`-`", "`(`", "`[`", "`.`", "`>`", "`|`", "`?`"}
 
 // syntaxDiag turns a participle error from parsing declaration s into a
-// diagnostic at the offending token.
-func syntaxDiag(err error, parse declParser, tl *tokenList, s span) Diagnostic {
+// diagnostic at the offending token; probed counts the errors of the file
+// whose expectation was probed (see spanStream).
+func syntaxDiag(err error, parse declParser, tl *tokenList, s span, probed *int) Diagnostic {
 	toks, first := declTokens(tl, s)
 	at := first
 	expected := ""
@@ -104,7 +105,8 @@ func syntaxDiag(err error, parse declParser, tl *tokenList, s span) Diagnostic {
 			break
 		}
 	}
-	if expected == "" {
+	if expected == "" && *probed < MaxErrorsPerFile {
+		*probed++
 		expected = probeExpected(parse, toks, k)
 	}
 	found := describeAt(tl, s.end, s)
