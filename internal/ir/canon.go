@@ -33,26 +33,59 @@ func (o *Object) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	encode := func(v any) error {
-		if err := enc.Encode(v); err != nil {
-			return err
-		}
-		b.Truncate(b.Len() - 1) // the newline Encode ends with
-		return nil
+	if err := o.encode(&b, enc); err != nil {
+		return nil, err
 	}
+	return b.Bytes(), nil
+}
+
+// encode writes o to b. Nested objs and lists are written here too: handed
+// to encoding/json, each nested obj would be encoded by its own
+// MarshalJSON and then validated again at every level above it, which made
+// deep schemas cost a multiple of their size. The bytes are the same.
+func (o *obj) encode(b *bytes.Buffer, enc *json.Encoder) error {
 	b.WriteByte('{')
 	for i, m := range o.m {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		if err := encode(m.k); err != nil {
-			return nil, err
+		if err := encodeValue(b, enc, m.k); err != nil {
+			return err
 		}
 		b.WriteByte(':')
-		if err := encode(m.v); err != nil {
-			return nil, err
+		if err := encodeValue(b, enc, m.v); err != nil {
+			return err
 		}
 	}
 	b.WriteByte('}')
-	return b.Bytes(), nil
+	return nil
+}
+
+// encodeValue writes one value of an obj as encoding/json would.
+func encodeValue(b *bytes.Buffer, enc *json.Encoder, v any) error {
+	switch v := v.(type) {
+	case *obj:
+		if v != nil {
+			return v.encode(b, enc)
+		}
+	case []any:
+		if v != nil {
+			b.WriteByte('[')
+			for i, x := range v {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				if err := encodeValue(b, enc, x); err != nil {
+					return err
+				}
+			}
+			b.WriteByte(']')
+			return nil
+		}
+	}
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	b.Truncate(b.Len() - 1) // the newline Encode ends with
+	return nil
 }

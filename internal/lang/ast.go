@@ -1,10 +1,6 @@
 package lang
 
-import (
-	"strings"
-
-	"github.com/alecthomas/participle/v2/lexer"
-)
+import "strings"
 
 // File is one parsed source file.
 type File struct {
@@ -28,13 +24,13 @@ type Decl interface {
 
 // Name is an identifier with its position.
 type Name struct {
-	Pos  lexer.Position
+	Pos  Position
 	Name string `parser:"@Ident"`
 }
 
 // StringLit is a "…" or """…""" literal; Raw keeps the quotes.
 type StringLit struct {
-	Pos lexer.Position
+	Pos Position
 	Raw string `parser:"@(String | RawString)"`
 }
 
@@ -51,7 +47,7 @@ func (s *StringLit) Triple() bool { return strings.HasPrefix(s.Raw, `"""`) }
 // are the most frequent node, and a hand-written parser is several times
 // faster than the reflective one and can say "expected a value".
 type Value struct {
-	Pos    lexer.Position
+	Pos    Position
 	Number *NumberLit
 	Str    *StringLit
 	Bool   *string
@@ -62,14 +58,14 @@ type Value struct {
 
 // NumberLit is a number with an optional leading minus.
 type NumberLit struct {
-	Pos  lexer.Position
+	Pos  Position
 	Neg  bool
 	Text string
 }
 
 // RefLit is a bare name such as `auto` or `std.fs`.
 type RefLit struct {
-	Pos   lexer.Position
+	Pos   Position
 	Parts []string
 }
 
@@ -78,14 +74,14 @@ func (r *RefLit) String() string { return strings.Join(r.Parts, ".") }
 
 // ListLit is `[a, b, label: c]`.
 type ListLit struct {
-	Pos   lexer.Position
+	Pos   Position
 	Items []*ListItem
 }
 
 // ListItem is one list element; `fallback: "m"` is parsed as the value
 // `fallback` with Labeled set to "m" (see Label).
 type ListItem struct {
-	Pos     lexer.Position
+	Pos     Position
 	First   *Value
 	Labeled *Value
 	// Label and Value are filled after parsing: for `fallback: "m"`,
@@ -96,20 +92,20 @@ type ListItem struct {
 
 // ObjectLit is `{ "k": v, k2: v2 }` (commas optional).
 type ObjectLit struct {
-	Pos     lexer.Position
+	Pos     Position
 	Entries []*Property
 }
 
 // Property is `key: value` with an optional trailing comma or semicolon.
 type Property struct {
-	Pos   lexer.Position
+	Pos   Position
 	Key   *Key   `parser:"@@ ':'"`
 	Value *Value `parser:"@@ ( ',' | ';' )?"`
 }
 
 // Key is a property name, bare or quoted.
 type Key struct {
-	Pos   lexer.Position
+	Pos   Position
 	Ident string     `parser:"  @Ident"`
 	Str   *StringLit `parser:"| @@"`
 }
@@ -123,18 +119,18 @@ func (k *Key) Name() string {
 }
 
 // Decorator is `@name(args)`, such as @tool("…", risk_level: "high") or
-// @limit(max_tokens=2000). Parsed by hand (participle.Parseable).
+// @limit(max_tokens=2000).
 type Decorator struct {
-	Pos  lexer.Position
-	Name string
-	Args []*Arg
+	Pos  Position
+	Name string `parser:"'@' @Ident"`
+	Args []*Arg `parser:"( '(' ( @@ ( ',' @@? )* )? ')' )?"`
 }
 
 // Arg is a decorator argument, positional or named with `:` or `=`.
 type Arg struct {
-	Pos   lexer.Position
-	First *Value
-	Named *Value
+	Pos   Position
+	First *Value `parser:"@@"`
+	Named *Value `parser:"( ( ':' | '=' ) @@ )?"`
 	// Name and Value are filled after parsing: Name is set for `name: v`
 	// and `name=v` (when the name is not a plain word, NameErr is set).
 	Name    string
@@ -143,9 +139,10 @@ type Arg struct {
 }
 
 // TypeExpr is a type: alternatives separated by `|`. Parsed by hand, like
-// Value.
+// Value and for the same reasons; the same production reads the types
+// written inside strings (ParseType).
 type TypeExpr struct {
-	Pos  lexer.Position
+	Pos  Position
 	Alts []*TypeTerm
 }
 
@@ -163,7 +160,7 @@ func (t *TypeExpr) String() string {
 
 // TypeTerm is one named type with optional arguments and `?`.
 type TypeTerm struct {
-	Pos    lexer.Position
+	Pos    Position
 	Quoted *StringLit
 	Name   string
 	Args   []*TypeExpr
@@ -211,7 +208,7 @@ func (t *TypeTerm) String() string {
 
 // ToolFn is `@tool("description", settings…) fn name(params): Type { body }`.
 type ToolFn struct {
-	Pos        lexer.Position
+	Pos        Position
 	Decorators []*Decorator `parser:"@@*"`
 	Name       *Name        `parser:"'fn' @@"`
 	Params     []*Param     `parser:"'(' ( @@ ( ',' @@? )* )? ')'"`
@@ -221,26 +218,28 @@ type ToolFn struct {
 
 // Param is one tool parameter. Type is nil when the source leaves it out
 // (an error for the compiler, accepted by the parser so that the message can
-// say so). Doc is the text of an adjacent comment. Parsed by hand.
+// say so). Doc is the text of an adjacent comment (filled after parsing).
 type Param struct {
-	Pos     lexer.Position
-	Name    string
-	Type    *TypeExpr
-	Default *Value
+	Pos     Position
+	Name    string    `parser:"@Ident"`
+	Type    *TypeExpr `parser:"( ':' @@ )?"`
+	Default *Value    `parser:"( '=' @@ )?"`
 	Doc     string
 }
 
 // Block is `{ statements }`. Blocks and their statements are parsed by
-// hand (participle.Parseable).
+// hand (participle.Parseable in stmt.go): written as struct tags they made
+// a native tool body 2.5 times slower to parse (docs/benchmarks.md), and
+// the hand-written ones say "expected a condition after if".
 type Block struct {
-	Pos    lexer.Position
+	Pos    Position
 	Stmts  []*Stmt
-	EndPos lexer.Position
+	EndPos Position
 }
 
 // Stmt is one statement of a tool body; exactly one field is set.
 type Stmt struct {
-	Pos    lexer.Position
+	Pos    Position
 	Python *PythonStmt
 	Return *ReturnStmt
 	Print  *PrintStmt
@@ -251,14 +250,14 @@ type Stmt struct {
 
 // PythonStmt is `python! """…"""` (the lexer reads `python!` as one token).
 type PythonStmt struct {
-	Pos  lexer.Position
+	Pos  Position
 	Code *StringLit
 }
 
 // ExprStmt is an expression statement or an assignment `target = EXPR`
 // (also `+=`, `-=`); the compiler checks that the target is a name.
 type ExprStmt struct {
-	Pos   lexer.Position
+	Pos   Position
 	X     *Expr
 	Op    string
 	Value *Expr
@@ -266,20 +265,20 @@ type ExprStmt struct {
 
 // ReturnStmt is `return EXPR` (the value may be left out).
 type ReturnStmt struct {
-	Pos   lexer.Position
+	Pos   Position
 	Value *Expr
 }
 
 // PrintStmt is `print(EXPR)` or `print EXPR`.
 type PrintStmt struct {
-	Pos   lexer.Position
+	Pos   Position
 	Value *Expr
 }
 
 // IfStmt is `if (COND) { … } else if (COND) { … } else { … }`. The arms
 // after the first are a flat list (no recursion however long the chain).
 type IfStmt struct {
-	Pos  lexer.Position
+	Pos  Position
 	Cond *Expr
 	Then *Block
 	Arms []*ElseArm
@@ -287,30 +286,31 @@ type IfStmt struct {
 
 // ElseArm is `else if (COND) { … }` (Cond set) or `else { … }`.
 type ElseArm struct {
-	Pos  lexer.Position
+	Pos  Position
 	Cond *Expr
 	Then *Block
 }
 
 // Expr is a flat chain of operands and binary operators; the compiler
 // applies precedence when it lowers it. Expressions are parsed by hand
-// (Expr implements participle.Parseable), like values.
+// (Expr implements participle.Parseable in expr.go), like values and
+// statements: they are most of the tokens of a native body.
 type Expr struct {
-	Pos  lexer.Position
+	Pos  Position
 	Left *Unary
 	Ops  []*BinOp
 }
 
 // BinOp is one operator and its right operand.
 type BinOp struct {
-	Pos   lexer.Position
+	Pos   Position
 	Op    string
 	Right *Unary
 }
 
 // Unary is an operand with prefix operators.
 type Unary struct {
-	Pos lexer.Position
+	Pos Position
 	Ops []string
 	X   *Postfix
 }
@@ -318,14 +318,14 @@ type Unary struct {
 // Postfix is a primary expression followed by member accesses, calls and
 // indexing.
 type Postfix struct {
-	Pos      lexer.Position
+	Pos      Position
 	Primary  *Primary
 	Suffixes []*Suffix
 }
 
 // Suffix is `.name`, `(args)` or `[index]`.
 type Suffix struct {
-	Pos    lexer.Position
+	Pos    Position
 	Member *string
 	Call   *CallArgs
 	Index  *Expr
@@ -333,20 +333,20 @@ type Suffix struct {
 
 // CallArgs are the arguments of a call.
 type CallArgs struct {
-	Pos  lexer.Position
+	Pos  Position
 	Args []*CallArg
 }
 
 // CallArg is one call argument, positional or named (`name = v`).
 type CallArg struct {
-	Pos   lexer.Position
+	Pos   Position
 	Value *Expr
 	Named *Expr
 }
 
 // Primary is a literal, a name, a parenthesised expression or a list.
 type Primary struct {
-	Pos    lexer.Position
+	Pos    Position
 	Number *string
 	Str    *StringLit
 	Bool   *string
@@ -358,21 +358,21 @@ type Primary struct {
 
 // ListExpr is a list literal inside a tool body.
 type ListExpr struct {
-	Pos   lexer.Position
+	Pos   Position
 	Items []*Expr
 }
 
 // LegacyTool is `tool NAME { description: "…", parameters: {…} }` and its
 // `mcp:` and `python:` forms.
 type LegacyTool struct {
-	Pos   lexer.Position
+	Pos   Position
 	Name  *Name       `parser:"'tool' @@"`
 	Props []*Property `parser:"'{' @@* '}'"`
 }
 
 // Agent is an agent declaration with its header clauses and body.
 type Agent struct {
-	Pos        lexer.Position
+	Pos        Position
 	Decorators []*Decorator `parser:"@@*"`
 	Name       *Name        `parser:"'agent' @@"`
 	Returns    *TypeExpr    `parser:"( '->' @@ )?"`
@@ -385,7 +385,7 @@ type Agent struct {
 // UseItem is one entry of a uses clause: a tool name, `std.NS`,
 // `mcp:"…"` (Path ["mcp"] with Spec) or a "file.md".
 type UseItem struct {
-	Pos  lexer.Position
+	Pos  Position
 	File *StringLit `parser:"  @@"`
 	Path []string   `parser:"| @Ident ( '.' @Ident )*"`
 	Spec *StringLit `parser:"  ( ':' @@ )?"`
@@ -393,10 +393,12 @@ type UseItem struct {
 	MCP *StringLit
 }
 
-// Clause is a `requires` or `ensures` contract clause.
+// Clause is a `requires` or `ensures` contract clause. Tokens are its
+// tokens, keyword included (filled after parsing).
 type Clause struct {
-	Pos    lexer.Position
-	Tokens []lexer.Token
+	Pos    Position
+	EndPos Position
+	Tokens []Token
 	Kind   string     `parser:"@( 'requires' | 'ensures' )"`
 	Text   *StringLit `parser:"( @@"`
 	Expr   *Expr      `parser:"| @@ )"`
@@ -405,7 +407,7 @@ type Clause struct {
 // AgentItem is a property `key: value` or a block `key { … }` (only
 // `context { … }` is meaningful; the compiler checks the key).
 type AgentItem struct {
-	Pos   lexer.Position
+	Pos   Position
 	Key   *Key        `parser:"@@"`
 	Value *Value      `parser:"( ':' @@"`
 	Block []*Property `parser:"| '{' @@* '}' ) ( ',' | ';' )?"`
@@ -417,33 +419,33 @@ type AgentItem struct {
 
 // ContextBlock is `context { key: value … }` inside an agent.
 type ContextBlock struct {
-	Pos   lexer.Position
+	Pos   Position
 	Props []*Property
 }
 
 // Protocol is `protocol NAME { field: type … }`.
 type Protocol struct {
-	Pos    lexer.Position
+	Pos    Position
 	Name   *Name    `parser:"'protocol' @@"`
 	Fields []*Field `parser:"'{' @@* '}'"`
 }
 
 // Field is one protocol field.
 type Field struct {
-	Pos  lexer.Position
+	Pos  Position
 	Key  *Key      `parser:"@@ ':'"`
 	Type *TypeExpr `parser:"@@ ( ',' | ';' )?"`
 }
 
 // Include is `include "path";`.
 type Include struct {
-	Pos  lexer.Position
+	Pos  Position
 	Path *StringLit `parser:"'include' @@ ';'?"`
 }
 
 // UseConfig is `use config NAME;`.
 type UseConfig struct {
-	Pos  lexer.Position
+	Pos  Position
 	Name *Name `parser:"'use' 'config' @@ ';'?"`
 }
 
@@ -451,21 +453,21 @@ type UseConfig struct {
 // type, job, server, …): kept with its kind, name and extent, checked only
 // for balanced brackets, strings and comments.
 type OtherDecl struct {
-	Pos  lexer.Position
+	Pos  Position
 	Kind string
 	Name string
 	// NameAt is where the name is written.
-	NameAt lexer.Position
+	NameAt Position
 }
 
 // BrokenDecl stands for a declaration that could not be parsed; it keeps
 // the kind and name (when they could be read) so that later checks do not
 // report the name as unknown on top of the syntax error.
 type BrokenDecl struct {
-	Pos    lexer.Position
+	Pos    Position
 	Kind   string
 	Name   string
-	NameAt lexer.Position
+	NameAt Position
 }
 
 func nameOf(n *Name) string {
@@ -475,7 +477,7 @@ func nameOf(n *Name) string {
 	return n.Name
 }
 
-func namePos(n *Name, def lexer.Position) lexer.Position {
+func namePos(n *Name, def Position) Position {
 	if n == nil {
 		return def
 	}
@@ -591,7 +593,7 @@ func (d *BrokenDecl) NamePos() Position { return d.NameAt }
 // TypeDecl is `type Name = T` with an optional `@ "constraint"` (a
 // semantic type of 2.x).
 type TypeDecl struct {
-	Pos        lexer.Position
+	Pos        Position
 	Name       *Name      `parser:"'type' @@ '='"`
 	Type       *TypeExpr  `parser:"@@"`
 	Constraint *StringLit `parser:"( '@' @@ )? ';'?"`

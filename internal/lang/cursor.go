@@ -7,14 +7,14 @@ import "github.com/alecthomas/participle/v2/lexer"
 type cursor struct{ pl *lexer.PeekingLexer }
 
 // Peek returns the next token without consuming it.
-func (c cursor) Peek() *Token { return c.pl.Peek() }
+func (c cursor) Peek() *lexer.Token { return c.pl.Peek() }
 
 // Next consumes and returns the next token.
-func (c cursor) Next() *Token { return c.pl.Next() }
+func (c cursor) Next() *lexer.Token { return c.pl.Next() }
 
 // PeekAfter returns the token after the next one, without consuming
 // anything (`a.b` in a value, `match = 3` as a statement).
-func (c cursor) PeekAfter() *Token {
+func (c cursor) PeekAfter() *lexer.Token {
 	cp := c.pl.MakeCheckpoint()
 	c.pl.Next()
 	t := c.pl.Peek()

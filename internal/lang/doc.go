@@ -25,18 +25,27 @@
 //
 // # Where the grammar lives
 //
-// Every declaration nexa compiles is parsed by participle from the struct
-// tags of its type in ast.go: ToolFn (@tool functions), Agent, LegacyTool,
-// Protocol, Include, UseConfig and TypeDecl, with their parts (Property,
-// Key, UseItem, Clause, AgentItem, Field, Name, StringLit). The grammar is
-// written LL(1) and parsed without backtracking (UseLookahead(0)), so that
-// an error is reported where it happens. The nodes below a declaration
-// that recur or nest — values (leaf.go), types (leaf.go), decorators and
-// parameters (stmt.go), statement blocks (stmt.go), expressions (expr.go)
-// and unsupported 2.x statements (otherstmt.go) — implement
-// participle.Parseable by hand; each says what it accepts in its comment
-// and reports "expected a value"-style errors in the language's words.
-// Each construct is defined in exactly one of these places.
+// Every declaration nexa compiles, with its decorators, parameters, clauses
+// and properties, is parsed by participle from the struct tags of its type
+// in ast.go: ToolFn (with Decorator, Arg, Param), Agent (UseItem, Clause,
+// AgentItem), LegacyTool, Protocol (Field), Include, UseConfig and
+// TypeDecl, with Property, Key, Name and StringLit. The grammar is written
+// LL(1) and parsed without backtracking (UseLookahead(0)), so that an
+// error is reported where it happens. The recursive productions below
+// them — values and types (leaf.go), statement blocks (stmt.go),
+// expressions (expr.go) and unsupported 2.x statements (otherstmt.go) —
+// implement participle.Parseable by hand, because they are most of the
+// tokens of a program and participle's reflective parse of them measured
+// several times slower (docs/benchmarks.md); each says in its comment what
+// it accepts. Each construct is defined in exactly one of these places;
+// docs/language.md, "For contributors", has the table and how to add a
+// keyword.
+//
+// Positions are Position values (participle fills them: the type has the
+// layout of participle's own), and syntax errors are built in syntax.go
+// from participle's structured errors; what was expected is found by
+// asking the grammar (probing), never by reading participle's error text.
+//
 // # String escape rule
 //
 // As in 2.x, a "…" string is read up to the next double quote and a

@@ -43,7 +43,7 @@ func (e *Expr) Parse(pl *lexer.PeekingLexer) error {
 }
 
 func parseExpr(lex cursor, e *Expr) error {
-	e.Pos = lex.Peek().Pos
+	e.Pos = pos(lex.Peek())
 	e.Left = new(Unary)
 	if err := parseUnary(lex, e.Left); err != nil {
 		return err
@@ -51,7 +51,7 @@ func parseExpr(lex cursor, e *Expr) error {
 	for isBinaryOp(lex.Peek()) {
 		t := lex.Next()
 		op := new(BinOp)
-		op.Pos, op.Op, op.Right = t.Pos, t.Value, new(Unary)
+		op.Pos, op.Op, op.Right = pos(t), t.Value, new(Unary)
 		if err := parseUnary(lex, op.Right); err != nil {
 			return err
 		}
@@ -61,7 +61,7 @@ func parseExpr(lex cursor, e *Expr) error {
 }
 
 func parseUnary(lex cursor, u *Unary) error {
-	u.Pos = lex.Peek().Pos
+	u.Pos = pos(lex.Peek())
 	for {
 		t := lex.Peek()
 		if isPunct(t, "-") || isPunct(t, "!") || (t.Type == Ident && t.Value == "not") {
@@ -76,7 +76,7 @@ func parseUnary(lex cursor, u *Unary) error {
 }
 
 func parsePostfix(lex cursor, p *Postfix) error {
-	p.Pos = lex.Peek().Pos
+	p.Pos = pos(lex.Peek())
 	p.Primary = new(Primary)
 	if err := parsePrimary(lex, p.Primary); err != nil {
 		return err
@@ -92,10 +92,10 @@ func parsePostfix(lex cursor, p *Postfix) error {
 			}
 			lex.Next()
 			name := n.Value
-			p.Suffixes = append(p.Suffixes, &Suffix{Pos: t.Pos, Member: &name})
+			p.Suffixes = append(p.Suffixes, &Suffix{Pos: pos(t), Member: &name})
 		case isPunct(t, "("):
 			lex.Next()
-			call := &CallArgs{Pos: t.Pos}
+			call := &CallArgs{Pos: pos(t)}
 			for {
 				n := lex.Peek()
 				if isPunct(n, ")") {
@@ -105,7 +105,7 @@ func parsePostfix(lex cursor, p *Postfix) error {
 				if !startsExpr(n) {
 					return expected(n, "an argument or `)`")
 				}
-				arg := &CallArg{Pos: n.Pos, Value: &Expr{}}
+				arg := &CallArg{Pos: pos(n), Value: &Expr{}}
 				if err := parseExpr(lex, arg.Value); err != nil {
 					return err
 				}
@@ -129,7 +129,7 @@ func parsePostfix(lex cursor, p *Postfix) error {
 					return expected(c, "`,` or `)`")
 				}
 			}
-			p.Suffixes = append(p.Suffixes, &Suffix{Pos: t.Pos, Call: call})
+			p.Suffixes = append(p.Suffixes, &Suffix{Pos: pos(t), Call: call})
 		case isPunct(t, "["):
 			lex.Next()
 			idx := &Expr{}
@@ -143,7 +143,7 @@ func parsePostfix(lex cursor, p *Postfix) error {
 				return expected(c, "`]`")
 			}
 			lex.Next()
-			p.Suffixes = append(p.Suffixes, &Suffix{Pos: t.Pos, Index: idx})
+			p.Suffixes = append(p.Suffixes, &Suffix{Pos: pos(t), Index: idx})
 		default:
 			return nil
 		}
@@ -152,12 +152,12 @@ func parsePostfix(lex cursor, p *Postfix) error {
 
 func parsePrimary(lex cursor, p *Primary) error {
 	t := lex.Peek()
-	p.Pos = t.Pos
+	p.Pos = pos(t)
 	switch {
 	case t.Type == Number:
 		p.Number = new(t.Value)
 	case t.Type == String || t.Type == RawString:
-		p.Str = &StringLit{Pos: t.Pos, Raw: t.Value}
+		p.Str = &StringLit{Pos: pos(t), Raw: t.Value}
 	case t.Type == Ident && (t.Value == "true" || t.Value == "false"):
 		p.Bool = new(t.Value)
 	case t.Type == Ident && (t.Value == "null" || t.Value == "None" || t.Value == "nil"):
@@ -180,7 +180,7 @@ func parsePrimary(lex cursor, p *Primary) error {
 		return nil
 	case isPunct(t, "["):
 		lex.Next()
-		list := &ListExpr{Pos: t.Pos}
+		list := &ListExpr{Pos: pos(t)}
 		for {
 			n := lex.Peek()
 			if isPunct(n, "]") {

@@ -39,7 +39,7 @@ func (v *Value) Parse(pl *lexer.PeekingLexer) error {
 // splitter already checked.
 func parseValue(lex cursor, v *Value) error {
 	t := lex.Peek()
-	v.Pos = t.Pos
+	v.Pos = pos(t)
 	switch {
 	case isPunct(t, "-"):
 		lex.Next()
@@ -48,19 +48,19 @@ func parseValue(lex cursor, v *Value) error {
 			return expected(n, "a number after `-`")
 		}
 		lex.Next()
-		v.Number = &NumberLit{Pos: t.Pos, Neg: true, Text: n.Value}
+		v.Number = &NumberLit{Pos: pos(t), Neg: true, Text: n.Value}
 	case t.Type == Number:
 		lex.Next()
-		v.Number = &NumberLit{Pos: t.Pos, Neg: false, Text: t.Value}
+		v.Number = &NumberLit{Pos: pos(t), Neg: false, Text: t.Value}
 	case t.Type == String || t.Type == RawString:
 		lex.Next()
-		v.Str = &StringLit{Pos: t.Pos, Raw: t.Value}
+		v.Str = &StringLit{Pos: pos(t), Raw: t.Value}
 	case t.Type == Ident && (t.Value == "true" || t.Value == "false"):
 		lex.Next()
 		v.Bool = new(t.Value)
 	case t.Type == Ident:
 		lex.Next()
-		ref := &RefLit{Pos: t.Pos, Parts: []string{t.Value}}
+		ref := &RefLit{Pos: pos(t), Parts: []string{t.Value}}
 		for isPunct(lex.Peek(), ".") {
 			n := lex.PeekAfter()
 			if n.Type != Ident {
@@ -73,7 +73,7 @@ func parseValue(lex cursor, v *Value) error {
 		v.Ref = ref
 	case isPunct(t, "["):
 		lex.Next()
-		list := &ListLit{Pos: t.Pos}
+		list := &ListLit{Pos: pos(t)}
 		for {
 			n := lex.Peek()
 			if isPunct(n, "]") {
@@ -83,7 +83,7 @@ func parseValue(lex cursor, v *Value) error {
 			if !startsValue(n) {
 				return expected(n, valueWords+" or `]`")
 			}
-			it := &ListItem{Pos: n.Pos, First: new(Value)}
+			it := &ListItem{Pos: pos(n), First: new(Value)}
 			if err := parseValue(lex, it.First); err != nil {
 				return err
 			}
@@ -110,19 +110,19 @@ func parseValue(lex cursor, v *Value) error {
 		v.List = list
 	case isPunct(t, "{"):
 		lex.Next()
-		obj := &ObjectLit{Pos: t.Pos}
+		obj := &ObjectLit{Pos: pos(t)}
 		for {
 			n := lex.Peek()
 			if isPunct(n, "}") {
 				lex.Next()
 				break
 			}
-			key := &Key{Pos: n.Pos}
+			key := &Key{Pos: pos(n)}
 			switch n.Type {
 			case Ident:
 				key.Ident = n.Value
 			case String, RawString:
-				key.Str = &StringLit{Pos: n.Pos, Raw: n.Value}
+				key.Str = &StringLit{Pos: pos(n), Raw: n.Value}
 			default:
 				return expected(n, "a property name or `}`")
 			}
@@ -138,7 +138,7 @@ func parseValue(lex cursor, v *Value) error {
 			if err := parseValue(lex, val); err != nil {
 				return err
 			}
-			obj.Entries = append(obj.Entries, &Property{Pos: n.Pos, Key: key, Value: val})
+			obj.Entries = append(obj.Entries, &Property{Pos: pos(n), Key: key, Value: val})
 			if c := lex.Peek(); isPunct(c, ",") || isPunct(c, ";") {
 				lex.Next()
 			}
@@ -150,29 +150,26 @@ func parseValue(lex cursor, v *Value) error {
 	return nil
 }
 
-// Parse implements participle.Parseable.
+// Parse implements participle.Parseable. A type is never optional where
+// the grammar asks for one (after `:`, `->` or `=`), so a token that cannot
+// start one is an error here, worded as "expected a type (…)".
 func (te *TypeExpr) Parse(pl *lexer.PeekingLexer) error {
-	lex := cursor{pl}
-	t := lex.Peek()
-	if t.Type != Ident && t.Type != String && t.Type != RawString {
-		return participle.NextMatch
-	}
-	return parseType(lex, te)
+	return parseType(cursor{pl}, te)
 }
 
 const typeWords = "a type (string, int, float, bool, list[T], dict[K, V], a protocol name, …)"
 
 func parseType(lex cursor, te *TypeExpr) error {
-	te.Pos = lex.Peek().Pos
+	te.Pos = pos(lex.Peek())
 	for {
 		t := lex.Peek()
 		term := new(TypeTerm)
-		term.Pos = t.Pos
+		term.Pos = pos(t)
 		switch t.Type {
 		case Ident:
 			term.Name = t.Value
 		case String, RawString:
-			term.Quoted = &StringLit{Pos: t.Pos, Raw: t.Value}
+			term.Quoted = &StringLit{Pos: pos(t), Raw: t.Value}
 		default:
 			return expected(t, typeWords)
 		}

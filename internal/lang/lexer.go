@@ -5,28 +5,34 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/alecthomas/participle/v2/lexer"
 )
 
-// Token types produced by Lex. Participle grammars refer to them by the names
-// of Symbols (Ident, String, RawString, Number, Punct, Comment, Invalid).
+// Token types produced by Lex, the values of Token.Type. They are untyped
+// so that the same numbers serve as participle's token types (the grammar
+// refers to them by the names of symbols: Ident, String, RawString,
+// Number, Punct, Comment, Invalid).
 const (
-	EOF                       = lexer.EOF
-	Ident     lexer.TokenType = -2
-	String    lexer.TokenType = -3 // "…"; Value keeps the quotes and raw text
-	RawString lexer.TokenType = -4 // """…"""; Value keeps the quotes
-	Number    lexer.TokenType = -5
-	Punct     lexer.TokenType = -6
-	Comment   lexer.TokenType = -7
-	Invalid   lexer.TokenType = -8
+	EOF       = -1 // participle's lexer.EOF
+	Ident     = -2
+	String    = -3 // "…"; Value keeps the quotes and raw text
+	RawString = -4 // """…"""; Value keeps the quotes
+	Number    = -5
+	Punct     = -6
+	Comment   = -7
+	Invalid   = -8
 	// Sep ends one declaration in the token stream handed to participle:
 	// no grammar element matches it, so to a declaration's parser it is
 	// the end of input (see Parse).
-	Sep lexer.TokenType = -9
+	Sep = -9
 )
+
+// TokenType is the kind of a Token (one of the constants above).
+type TokenType int
 
 var symbols = map[string]lexer.TokenType{
 	"EOF":       EOF,
@@ -47,13 +53,40 @@ var multiPunct = []string{
 	"->", "=>", "==", "!=", "<=", ">=", "&&", "||", ">>", "|>", "??", "::", "..", "+=", "-=",
 }
 
-// Token is a lexed token; participle's type is used directly so that tokens
-// can be handed to participle parsers without copying.
-type Token = lexer.Token
+// Token is a lexed token: its type, its text (strings keep their quotes)
+// and where it starts.
+type Token struct {
+	Type  TokenType
+	Value string
+	Pos   Position
+}
 
-// Position is a source position (file, byte offset, 1-based line and column
-// counted in characters).
-type Position = lexer.Position
+// EOF reports whether the token is the end of the input.
+func (t Token) EOF() bool { return t.Type == EOF }
+
+// Position is a place in a source file. The fields are those of
+// participle's lexer.Position, with the same names, types and order: that
+// is what lets participle fill the Pos and EndPos fields of grammar nodes
+// with this type (it converts its own position to any struct type of the
+// same layout), so that participle's type appears nowhere in this
+// package's API.
+type Position struct {
+	Filename string // the file name given to Parse
+	Offset   int    // byte offset from the start of the file
+	Line     int    // 1-based
+	Column   int    // 1-based, counted in characters
+}
+
+// String is `file:line:col`.
+func (p Position) String() string { return fmt.Sprintf("%s:%d:%d", p.Filename, p.Line, p.Column) }
+
+// pos is the Position of a participle token.
+func pos(t *lexer.Token) Position { return Position(t.Pos) }
+
+// fromParticiple is a participle token as a Token.
+func fromParticiple(t lexer.Token) Token {
+	return Token{Type: TokenType(t.Type), Value: t.Value, Pos: Position(t.Pos)}
+}
 
 // Lex splits src into tokens, comments included, ending with an EOF token.
 // It never fails: problems (unterminated strings or comments, characters
@@ -97,7 +130,7 @@ type tokenList struct {
 func (l *tokenList) len() int { return len(l.t) }
 
 // typ is the type of token i.
-func (l *tokenList) typ(i int) lexer.TokenType { return lexer.TokenType(l.t[i].typ) }
+func (l *tokenList) typ(i int) TokenType { return TokenType(l.t[i].typ) }
 
 // value is the text of token i (Token.Value).
 func (l *tokenList) value(i int) string {
@@ -118,15 +151,33 @@ func (l *tokenList) pos(i int) Position {
 	return Position{Filename: l.file, Offset: k.off, Line: int(k.line), Column: int(k.col)}
 }
 
-// at is token i as a participle Token.
+// at is token i.
 func (l *tokenList) at(i int) Token {
 	return Token{Type: l.typ(i), Value: l.value(i), Pos: l.pos(i)}
 }
 
+// between returns the tokens that start in [from, to) of the source,
+// without comments.
+func (l *tokenList) between(from, to int) []Token {
+	i := sort.Search(len(l.t), func(i int) bool { return l.t[i].off >= from })
+	var out []Token
+	for ; i < len(l.t) && l.t[i].off < to; i++ {
+		if l.typ(i) != Comment && l.typ(i) != EOF {
+			out = append(out, l.at(i))
+		}
+	}
+	return out
+}
+
+// ptok is token i as participle's token.
+func (l *tokenList) ptok(i int) lexer.Token {
+	return lexer.Token{Type: lexer.TokenType(l.typ(i)), Value: l.value(i), Pos: lexer.Position(l.pos(i))}
+}
+
 // is reports whether token i is of type t with text v.
-func (l *tokenList) is(i int, t lexer.TokenType, v string) bool {
+func (l *tokenList) is(i int, t TokenType, v string) bool {
 	k := &l.t[i]
-	return lexer.TokenType(k.typ) == t && k.end-k.off == len(v) && l.src[k.off:k.end] == v
+	return TokenType(k.typ) == t && k.end-k.off == len(v) && l.src[k.off:k.end] == v
 }
 
 type scanner struct {
@@ -181,7 +232,7 @@ func int32s(n int) int32 {
 	return int32(n)
 }
 
-func (s *scanner) emit(t lexer.TokenType, start mark) {
+func (s *scanner) emit(t TokenType, start mark) {
 	s.toks = append(s.toks, tok{off: start.off, end: s.off, line: int32s(start.line), col: int32s(start.col), typ: int8(t)})
 }
 
@@ -304,7 +355,7 @@ func (s *scanner) lexInvalid(start mark) {
 			"unexpected %s", what)
 	}
 	s.advance(size)
-	if s.invalidRun && len(s.toks) > 0 && lexer.TokenType(s.toks[len(s.toks)-1].typ) == Invalid {
+	if s.invalidRun && len(s.toks) > 0 && s.toks[len(s.toks)-1].typ == Invalid {
 		s.toks[len(s.toks)-1].end = s.off
 	} else {
 		s.emit(Invalid, start)
@@ -469,13 +520,13 @@ func hasEscapedQuote(inner string) bool {
 // tokenLexer replays a token slice for participle, then an EOF token at
 // position eof.
 type tokenLexer struct {
-	toks []Token
-	eof  Position
+	toks []lexer.Token
+	eof  lexer.Position
 	i    int
 }
 
 // Next implements lexer.Lexer.
-func (l *tokenLexer) Next() (Token, error) {
+func (l *tokenLexer) Next() (lexer.Token, error) {
 	if l.i >= len(l.toks) {
 		return lexer.EOFToken(l.eof), nil
 	}
@@ -497,6 +548,10 @@ func (definition) Lex(filename string, r io.Reader) (lexer.Lexer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", filename, err)
 	}
-	toks, _ := Lex(filename, src)
-	return &tokenLexer{toks: toks[:len(toks)-1], eof: toks[len(toks)-1].Pos}, nil
+	tl, _ := lex(filename, src)
+	toks := make([]lexer.Token, tl.len()-1)
+	for i := range toks {
+		toks[i] = tl.ptok(i)
+	}
+	return &tokenLexer{toks: toks, eof: lexer.Position(tl.pos(tl.len() - 1))}, nil
 }

@@ -5,7 +5,7 @@ import "fmt"
 // normalize fills the derived fields of nodes whose grammar is written
 // LL(1) (a value, then an optional `: value`), and reports the forms that
 // parse but make no sense (`"x": 1` as a decorator argument name, …).
-func normalize(d Decl) Diagnostics {
+func normalize(d Decl, tl *tokenList) Diagnostics {
 	n := &normalizer{}
 	switch v := d.(type) {
 	case *ToolFn:
@@ -15,6 +15,9 @@ func normalize(d Decl) Diagnostics {
 		}
 	case *Agent:
 		n.decorators(v.Decorators)
+		for _, cl := range v.Clauses {
+			cl.Tokens = tl.between(cl.Pos.Offset, cl.EndPos.Offset)
+		}
 		for _, u := range v.Uses {
 			if u.Spec != nil {
 				if len(u.Path) == 1 && u.Path[0] == "mcp" {

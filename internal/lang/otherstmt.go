@@ -59,7 +59,7 @@ var chainKeywords = map[string]bool{
 // OtherStmt is a 2.x statement outside the native-body subset (a loop, a
 // match, …), kept as its keyword and extent so that the compiler can name it.
 type OtherStmt struct {
-	Pos     lexer.Position
+	Pos     Position
 	Keyword string
 	// Construct is a readable name of the statement kind ("for loop").
 	Construct string
@@ -89,7 +89,7 @@ func parseOther(lex cursor, o *OtherStmt) error {
 	if next.Value == "=" || next.Value == "." || next.Value == "+=" || next.Value == "-=" {
 		return participle.NextMatch
 	}
-	o.Pos = first.Pos
+	o.Pos = pos(first)
 	o.Keyword = first.Value
 	o.Construct = construct
 	lex.Next()

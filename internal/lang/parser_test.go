@@ -123,21 +123,25 @@ func TestSyntaxErrors(t *testing.T) {
 	cases := []struct {
 		src, msg  string
 		line, col int
+		hint      string // checked when set
 	}{
-		{"agent A {\n  prompt \"x\"\n}", "expected `:` or `{`, found string \"x\"", 2, 10},
-		{"agent A uses {\n}", "expected a tool name, std.NS, mcp:\"…\" or \"file.md\", found `{`", 1, 14},
-		{"@tool(\"d\") fn f(a: int { return a }", "expected `)` to close this `(`, found end of file", 1, 16},
-		{"protocol P { a: list[int }", "expected `]` to close the `[` at line 1, found `}`", 1, 26},
-		{"protocol P { a: list[int) }", "expected `]` to close the `[` at line 1, found `)`", 1, 25},
-		{"agent A { model: [\"a\" \"b\"] }", "expected `,` or `]`, found string \"b\"", 1, 23},
-		{"agent A -> { }", "expected a type (string, int, float, bool, list[T], dict[K, V], a protocol name, …), found `{`", 1, 12},
-		{"@tool(\"d\") fn f() { return 1 +; }", "expected an expression, found `;`", 1, 31},
-		{"protocol P { a int }", "expected `:`, found `int`", 1, 16},
-		{"agent A {\n  prompt: \"x\"", "expected `}` to close this `{`, found end of file", 1, 9},
-		{"agent A { x: (1 }", "expected `)` to close the `(` at line 1, found `}`", 1, 17},
-		{"@tool(\"d\")\nagent", "expected a name, found end of file", 2, 6},
-		{"@limit(max_tokens=3)\nflow main {}", "expected `fn` or `agent` after the decorators, found `flow`", 2, 1},
-		{"}", "expected a declaration (agent, @tool fn, tool, protocol, flow, include, use config, test, type, …), found `}`", 1, 1},
+		{"agent A {\n  prompt \"x\"\n}", "expected `:` or `{`, found string \"x\"", 2, 10, ""},
+		{"agent A uses {\n}", "expected a name or a string, found `{`", 1, 14, `uses lists tool names, std.NS namespaces, mcp:"…" servers and "file.md" skills, separated by commas`},
+		{"agent A uses t x {\n}", "expected `:`, `{`, `,`, `implements`, `requires` or `ensures`, found `x`", 1, 16, "the agent header is: decorators, agent NAME, -> Type, uses …, implements P, requires/ensures, then `{`"},
+		{"@tool(\"d\") fn f() x {}", "expected `:`, `->` or `{`, found `x`", 1, 19, ""},
+		{"@tool(\"d\") fn f(a b) {}", "expected `:`, `=`, `,` or `)`, found `b`", 1, 19, ""},
+		{"@tool(\"d\") fn f(a: int { return a }", "expected `)` to close this `(`, found end of file", 1, 16, ""},
+		{"protocol P { a: list[int }", "expected `]` to close the `[` at line 1, found `}`", 1, 26, ""},
+		{"protocol P { a: list[int) }", "expected `]` to close the `[` at line 1, found `)`", 1, 25, ""},
+		{"agent A { model: [\"a\" \"b\"] }", "expected `,` or `]`, found string \"b\"", 1, 23, ""},
+		{"agent A -> { }", "expected a type (string, int, float, bool, list[T], dict[K, V], a protocol name, …), found `{`", 1, 12, ""},
+		{"@tool(\"d\") fn f() { return 1 +; }", "expected an expression, found `;`", 1, 31, ""},
+		{"protocol P { a int }", "expected `:`, found `int`", 1, 16, ""},
+		{"agent A {\n  prompt: \"x\"", "expected `}` to close this `{`, found end of file", 1, 9, ""},
+		{"agent A { x: (1 }", "expected `)` to close the `(` at line 1, found `}`", 1, 17, ""},
+		{"@tool(\"d\")\nagent", "expected a name, found end of file", 2, 6, ""},
+		{"@limit(max_tokens=3)\nflow main {}", "expected `fn` or `agent` after the decorators, found `flow`", 2, 1, ""},
+		{"}", "expected a declaration (agent, @tool fn, tool, protocol, flow, include, use config, test, type, …), found `}`", 1, 1, ""},
 	}
 	for _, c := range cases {
 		_, diags := Parse("e.nx", []byte(c.src))
@@ -146,8 +150,8 @@ func TestSyntaxErrors(t *testing.T) {
 			continue
 		}
 		d := diags[0]
-		if d.Message != c.msg || d.Line != c.line || d.Column != c.col {
-			t.Errorf("%q\n got %d:%d %s\nwant %d:%d %s", c.src, d.Line, d.Column, d.Message, c.line, c.col, c.msg)
+		if d.Message != c.msg || d.Line != c.line || d.Column != c.col || (c.hint != "" && d.Hint != c.hint) {
+			t.Errorf("%q\n got %d:%d %s (hint %q)\nwant %d:%d %s (hint %q)", c.src, d.Line, d.Column, d.Message, d.Hint, c.line, c.col, c.msg, c.hint)
 		}
 	}
 }
@@ -286,4 +290,24 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestClauseTokens: an expression clause keeps its tokens (the compiler
+// writes them back as text), without comments and up to the next clause.
+func TestClauseTokens(t *testing.T) {
+	f, diags := Parse("c.nx", []byte("agent A requires len(x) /* c */ > 0 ensures \"ok\" {\n prompt: \"p\"\n}"))
+	if len(diags) > 0 {
+		t.Fatal(diags.Err())
+	}
+	a := f.Decls[0].(*Agent)
+	var words []string
+	for _, tk := range a.Clauses[0].Tokens {
+		words = append(words, tk.Value)
+	}
+	if got := strings.Join(words, " "); got != "requires len ( x ) > 0" {
+		t.Errorf("clause tokens = %q", got)
+	}
+	if p := a.Clauses[1].Pos; p.Line != 1 || p.Column != 37 || p.Filename != "c.nx" {
+		t.Errorf("second clause at %s", p)
+	}
 }

@@ -5,101 +5,6 @@ import (
 	"github.com/alecthomas/participle/v2/lexer"
 )
 
-// Parse implements participle.Parseable: `@name` with optional arguments.
-func (d *Decorator) Parse(pl *lexer.PeekingLexer) error {
-	lex := cursor{pl}
-	if !isPunct(lex.Peek(), "@") {
-		return participle.NextMatch
-	}
-	return parseDecorator(lex, d)
-}
-
-// parseDecorator reads a decorator starting at its `@`.
-func parseDecorator(lex cursor, d *Decorator) error {
-	t := lex.Next()
-	d.Pos = t.Pos
-	n := lex.Peek()
-	if n.Type != Ident {
-		return expected(n, "a decorator name after `@`")
-	}
-	lex.Next()
-	d.Name = n.Value
-	if !isPunct(lex.Peek(), "(") {
-		return nil
-	}
-	lex.Next()
-	for {
-		c := lex.Peek()
-		if isPunct(c, ")") {
-			lex.Next()
-			return nil
-		}
-		if !startsValue(c) {
-			return expected(c, "an argument or `)`")
-		}
-		a := new(Arg)
-		a.Pos, a.First = c.Pos, new(Value)
-		if err := parseValue(lex, a.First); err != nil {
-			return err
-		}
-		if c := lex.Peek(); isPunct(c, ":") || isPunct(c, "=") {
-			lex.Next()
-			a.Named = new(Value)
-			if !startsValue(lex.Peek()) {
-				return expected(lex.Peek(), valueWords)
-			}
-			if err := parseValue(lex, a.Named); err != nil {
-				return err
-			}
-		}
-		d.Args = append(d.Args, a)
-		switch c := lex.Peek(); {
-		case isPunct(c, ","):
-			lex.Next()
-		case isPunct(c, ")"):
-		default:
-			return expected(c, "`,` or `)`")
-		}
-	}
-}
-
-// Parse implements participle.Parseable: `name`, `name: Type`, with an
-// optional `= default`.
-func (p *Param) Parse(pl *lexer.PeekingLexer) error {
-	lex := cursor{pl}
-	if lex.Peek().Type != Ident {
-		return participle.NextMatch
-	}
-	return parseParam(lex, p)
-}
-
-// parseParam reads a parameter starting at its name.
-func parseParam(lex cursor, p *Param) error {
-	t := lex.Next()
-	p.Pos, p.Name = t.Pos, t.Value
-	if isPunct(lex.Peek(), ":") {
-		lex.Next()
-		p.Type = new(TypeExpr)
-		if err := parseType(lex, p.Type); err != nil {
-			return err
-		}
-	}
-	if isPunct(lex.Peek(), "=") {
-		lex.Next()
-		p.Default = new(Value)
-		if !startsValue(lex.Peek()) {
-			return expected(lex.Peek(), valueWords)
-		}
-		if err := parseValue(lex, p.Default); err != nil {
-			return err
-		}
-	}
-	if c := lex.Peek(); !isPunct(c, ",") && !isPunct(c, ")") {
-		return expected(c, "`,`, `)`, `:` or `=`")
-	}
-	return nil
-}
-
 // Parse implements participle.Parseable: `{ statements }`.
 func (b *Block) Parse(pl *lexer.PeekingLexer) error {
 	lex := cursor{pl}
@@ -114,12 +19,12 @@ func (b *Block) Parse(pl *lexer.PeekingLexer) error {
 // depth the splitter checked.
 func parseBlock(lex cursor, b *Block) error {
 	t := lex.Next()
-	b.Pos = t.Pos
+	b.Pos = pos(t)
 	for {
 		n := lex.Peek()
 		switch {
 		case isPunct(n, "}"):
-			b.EndPos = n.Pos
+			b.EndPos = pos(n)
 			lex.Next()
 			return nil
 		case isPunct(n, ";"):
@@ -138,7 +43,7 @@ func parseBlock(lex cursor, b *Block) error {
 
 func parseStmt(lex cursor, st *Stmt) error {
 	t := lex.Peek()
-	st.Pos = t.Pos
+	st.Pos = pos(t)
 	switch {
 	case isPunct(t, "python!"):
 		lex.Next()
@@ -148,12 +53,12 @@ func parseStmt(lex cursor, st *Stmt) error {
 		}
 		lex.Next()
 		st.Python = new(PythonStmt)
-		st.Python.Pos, st.Python.Code = t.Pos, &StringLit{Pos: c.Pos, Raw: c.Value}
+		st.Python.Pos, st.Python.Code = pos(t), &StringLit{Pos: pos(c), Raw: c.Value}
 		return nil
 	case t.Type == Ident && t.Value == "return":
 		lex.Next()
 		st.Return = new(ReturnStmt)
-		st.Return.Pos = t.Pos
+		st.Return.Pos = pos(t)
 		if startsExpr(lex.Peek()) {
 			st.Return.Value = new(Expr)
 			return parseExpr(lex, st.Return.Value)
@@ -164,7 +69,7 @@ func parseStmt(lex cursor, st *Stmt) error {
 		if !startsExpr(lex.Peek()) {
 			return expected(lex.Peek(), "an expression after print")
 		}
-		st.Print = &PrintStmt{Pos: t.Pos, Value: new(Expr)}
+		st.Print = &PrintStmt{Pos: pos(t), Value: new(Expr)}
 		return parseExpr(lex, st.Print.Value)
 	case t.Type == Ident && t.Value == "if":
 		return parseIf(lex, st)
@@ -184,7 +89,7 @@ func parseStmt(lex cursor, st *Stmt) error {
 		return expected(t, "a statement or `}`")
 	}
 	es := new(ExprStmt)
-	es.Pos, es.X = t.Pos, new(Expr)
+	es.Pos, es.X = pos(t), new(Expr)
 	if err := parseExpr(lex, es.X); err != nil {
 		return err
 	}
@@ -206,7 +111,7 @@ func parseStmt(lex cursor, st *Stmt) error {
 func parseIf(lex cursor, st *Stmt) error {
 	t := lex.Next()
 	is := new(IfStmt)
-	is.Pos, is.Cond, is.Then = t.Pos, new(Expr), new(Block)
+	is.Pos, is.Cond, is.Then = pos(t), new(Expr), new(Block)
 	st.If = is
 	if !startsExpr(lex.Peek()) {
 		return expected(lex.Peek(), "a condition after if")
@@ -227,7 +132,7 @@ func parseIf(lex cursor, st *Stmt) error {
 		}
 		lex.Next()
 		arm := new(ElseArm)
-		arm.Pos, arm.Then = e.Pos, new(Block)
+		arm.Pos, arm.Then = pos(e), new(Block)
 		if n := lex.Peek(); n.Type == Ident && n.Value == "if" {
 			lex.Next()
 			if !startsExpr(lex.Peek()) {
