@@ -39,11 +39,11 @@ func (o *Object) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// encode writes o to b. Nested objs and lists are written here too: handed
-// to encoding/json, each nested obj would be encoded by its own
+// encode writes o to b. Nested Objects and lists are written here too: handed
+// to encoding/json, each nested Object would be encoded by its own
 // MarshalJSON and then validated again at every level above it, which made
 // deep schemas cost a multiple of their size. The bytes are the same.
-func (o *obj) encode(b *bytes.Buffer, enc *json.Encoder) error {
+func (o *Object) encode(b *bytes.Buffer, enc *json.Encoder) error {
 	b.WriteByte('{')
 	for i, m := range o.m {
 		if i > 0 {
@@ -61,10 +61,10 @@ func (o *obj) encode(b *bytes.Buffer, enc *json.Encoder) error {
 	return nil
 }
 
-// encodeValue writes one value of an obj as encoding/json would.
+// encodeValue writes one value of an Object as encoding/json would.
 func encodeValue(b *bytes.Buffer, enc *json.Encoder, v any) error {
 	switch v := v.(type) {
-	case *obj:
+	case *Object:
 		if v != nil {
 			return v.encode(b, enc)
 		}
