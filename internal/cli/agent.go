@@ -274,7 +274,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	}
 	defer tools.close()
 	detect := sandboxDetector(e)
-	execs, py := executors(e, detect, protectedFiles(e, st.Path(), prog))
+	execs, py := executors(e, detect, protectedFiles(e, localStorePath(st), prog))
 	defer py.Close()
 	if tools.mgr != nil {
 		execs[compile.BodyMCP] = tools.mgr
@@ -298,6 +298,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		Stop:             stop,
 		NoStream:         f.noStream,
 		Redact:           sec.redact,
+		LeaseTTL:         testLeaseTTL(e),
 	})
 	if err != nil {
 		code, rerr := exitCodeForError(err)
@@ -399,6 +400,18 @@ func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, t
 		return nil
 	}
 	return exitWith(code)
+}
+
+// testLeaseTTL is the lease duration a test asks for with the test-only
+// NEXA_TEST_LEASE_TTL (a Go duration), so a story can let a killed
+// executor's lease expire in a second; zero (the runtime's default)
+// otherwise.
+func testLeaseTTL(e *env) time.Duration {
+	d, err := time.ParseDuration(e.getenv("NEXA_TEST_LEASE_TTL"))
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
 }
 
 // parseTimeout accepts seconds ("900") or a Go duration ("15m", "1h30m").
