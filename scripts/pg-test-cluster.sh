@@ -46,7 +46,7 @@ free_port() {
 start() {
   local bin dir port pw
   bin=$(find_bin)
-  dir=$(mktemp -d "${TMPDIR:-/tmp}/nexa-pg.XXXXXX")
+  dir=$(mktemp -d -t nexa-pg.XXXXXX)
   chmod 0700 "$dir"
   if [ "$(id -u)" = 0 ]; then chown nobody "$dir"; fi
   pw=$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -54,7 +54,7 @@ start() {
   if [ "$(id -u)" = 0 ]; then chown nobody "$dir/pw"; fi
   as_server "$bin/initdb" -D "$dir/data" -U nexa --pwfile="$dir/pw" \
     --auth-local=scram-sha-256 --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 || {
-    cat "$dir/initdb.log" >&2; return 1; }
+    cat "$dir/initdb.log" >&2; rm -rf "$dir"; return 1; }
   rm -f "$dir/pw"
   for attempt in 1 2 3 4 5; do
     port=$(free_port)
@@ -67,6 +67,7 @@ start() {
     fi
   done
   cat "$dir/server.log" >&2
+  stop "$dir"
   return 1
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/nexa-run/nexa/internal/runtime/state"
 	"github.com/nexa-run/nexa/internal/secrets"
 	"github.com/nexa-run/nexa/internal/store"
+	"github.com/nexa-run/nexa/internal/store/pgstore"
 )
 
 func init() { register(newAgentCmd) }
@@ -198,6 +199,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		return agentUsageError(e, f, err.Error())
 	}
 	sec.addSecret(secrets.URLPasswords(f.store)...)
+	sec.addSecret(pgstore.Password(storeName(e, f.store)))
 	var display *progressPrinter
 	prov, err := resolveProvider(e, f, prog, agent, sec, func(attempt int, err error, delay time.Duration) {
 		display.retrying(attempt, err, delay)

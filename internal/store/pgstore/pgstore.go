@@ -158,6 +158,21 @@ func Redact(rawURL string) string {
 	return u.Redacted()
 }
 
+// Password returns the password a connection to rawURL would use, from
+// the URL, PGPASSWORD, the service file or ~/.pgpass ("" when none or when
+// rawURL does not parse), so that a caller can redact it from everything it
+// prints, even when the URL itself holds none.
+func Password(rawURL string) string {
+	if !IsURL(rawURL) {
+		return ""
+	}
+	cfg, err := pgconn.ParseConfig(rawURL)
+	if err != nil {
+		return urlPassword(rawURL)
+	}
+	return cfg.Password
+}
+
 func urlPassword(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.User == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -210,5 +211,29 @@ func TestSerializationFailureRetried(t *testing.T) {
 	})
 	if err != nil || attempts != 2 {
 		t.Fatalf("inTx: %v after %d attempts, want success on the second", err, attempts)
+	}
+}
+
+// The password the CLI must redact is found wherever libpq conventions put
+// it, not only in the URL.
+func TestPasswordFromEnvironmentAndPassfile(t *testing.T) {
+	t.Setenv("PGPASSWORD", "from-the-environment")
+	if got := Password("postgres://u@db.example:5432/runs"); got != "from-the-environment" {
+		t.Errorf("Password with PGPASSWORD = %q", got)
+	}
+	t.Setenv("PGPASSWORD", "")
+	pass := t.TempDir() + "/pgpass"
+	if err := os.WriteFile(pass, []byte("db.example:5432:runs:u:from-the-passfile\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PGPASSFILE", pass)
+	if got := Password("postgresql://u@db.example:5432/runs"); got != "from-the-passfile" {
+		t.Errorf("Password with a passfile = %q", got)
+	}
+	if got := Password("postgres://u:in-the-url@db.example/runs"); got != "in-the-url" {
+		t.Errorf("Password of a URL = %q", got)
+	}
+	if got := Password("runs.sqlite3"); got != "" {
+		t.Errorf("Password of a file name = %q", got)
 	}
 }
