@@ -18,7 +18,7 @@ import (
 
 var ctx = context.Background()
 
-func open(t *testing.T, u string) *Store {
+func open(t testing.TB, u string) *Store {
 	t.Helper()
 	s, err := Open(ctx, u)
 	if err != nil {

@@ -21,6 +21,12 @@ type migration struct {
 // SQLite store, so a run moves between stores unchanged); lease expiries
 // are timestamptz of the database clock. Bodies are the encoding/json form
 // of the state types, kept as text so their bytes come back unchanged.
+//
+// Every save updates its run's header row: no index covers a column a save
+// changes on every step (revision, updated_at, usage, lease), and the table
+// leaves half of each page free, so those updates are HOT (no new index
+// entries, dead versions pruned in place) and a save's cost does not grow
+// with the number of steps. Prune's updated_at filter scans the table.
 var migrations = []migration{
 	{
 		name: "runs with leases, messages, provider items, journal",
@@ -41,11 +47,10 @@ var migrations = []migration{
 				lease_owner   text,
 				lease_epoch   bigint      NOT NULL DEFAULT 0,
 				lease_expires timestamptz
-			)`,
+			) WITH (fillfactor = 50)`,
 			`CREATE INDEX nexa_runs_created ON nexa_runs (created_at, id)`,
 			`CREATE INDEX nexa_runs_status ON nexa_runs (status, created_at, id)`,
 			`CREATE INDEX nexa_runs_agent ON nexa_runs (agent, created_at, id)`,
-			`CREATE INDEX nexa_runs_updated ON nexa_runs (updated_at)`,
 			`CREATE TABLE nexa_messages (
 				run_id text   NOT NULL REFERENCES nexa_runs (id) ON DELETE CASCADE,
 				seq    bigint NOT NULL,
