@@ -55,7 +55,8 @@ func newAgentCmd(e *env) *cobra.Command {
 		Short: "Start or resume a durable run of an agent",
 		Long: `Start a run of AGENT from FILE with TASK, or continue a run with --resume.
 
-A run is saved after every step in the store (.nexa/runs.sqlite3 by default).
+A run is saved after every step in the store (.nexa/runs.sqlite3 by default, or a
+PostgreSQL database named by a postgres:// URL).
 Tool calls that need approval stop the run with status waiting_approval (exit
 3); continue it with --resume RUN_ID and one --approve or --deny per call.
 Standard output carries exactly one JSON object describing the run; progress
@@ -80,7 +81,7 @@ Exit codes: 0 completed, 1 failed, 2 usage or input error (nothing written),
 	fl.StringArrayVar(&f.approve, "approve", nil, "approve the pending call `CALL_ID` (repeatable; needs --resume)")
 	fl.StringArrayVar(&f.deny, "deny", nil, "deny the pending call `CALL_ID` (repeatable; needs --resume)")
 	fl.StringVar(&f.reason, "reason", "", "reason sent to the model with a denial")
-	fl.StringVar(&f.store, "store", "", "run store `PATH` (default .nexa/runs.sqlite3, or NEXA_STORE)")
+	fl.StringVar(&f.store, "store", "", "run store: a SQLite file `PATH` or a postgres:// URL (default .nexa/runs.sqlite3, or NEXA_STORE)")
 	fl.StringVar(&f.provider, "provider", "", "model provider: openai, anthropic or script:PATH (or NEXA_PROVIDER)")
 	fl.StringVar(&f.model, "model", "", "model name, optionally prefix/name (default: the agent's model, or NEXA_MODEL)")
 	fl.StringVar(&f.baseURL, "base-url", "", "endpoint of an OpenAI-compatible server (or NEXA_BASE_URL)")
