@@ -237,3 +237,43 @@ func TestPasswordFromEnvironmentAndPassfile(t *testing.T) {
 		t.Errorf("Password of a file name = %q", got)
 	}
 }
+
+// A save must cost the same at step 1,000 as at step 10. Timing cannot
+// show that on a shared machine; what would make it grow can be checked
+// exactly: the header row is updated by every save, and if those updates
+// were not HOT each would add an entry to every index of nexa_runs, which
+// then grow with the number of steps (and every lookup by id walks the dead
+// versions). The indexes must not grow at all over many saves.
+func TestHeaderUpdatesDoNotGrowIndexes(t *testing.T) {
+	s := open(t, pgtest.FreshURL(t))
+	st := benchRun("run_flat", 10)
+	st.Lease = &state.Lease{Owner: "bench", TTL: time.Minute}
+	if err := s.Create(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	indexBytes := func() int64 {
+		var n int64
+		if err := s.pool.QueryRow(ctx, `SELECT pg_indexes_size('nexa_runs')`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := indexBytes()
+	next := 10
+	for i := 0; i < 600; i++ {
+		st.Usage.ToolCalls++
+		if i%10 == 0 {
+			if err := s.Renew(ctx, st.ID, st.Lease); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := s.Save(ctx, st, state.Delta{Messages: []state.Message{benchMessage(next)}, Journal: []state.JournalEntry{benchEntry(i%5, i)}})
+		if err != nil {
+			t.Fatalf("save %d: %v", i, err)
+		}
+		next++
+	}
+	if after := indexBytes(); after != before {
+		t.Fatalf("the indexes of nexa_runs grew from %d to %d bytes over 600 saves of one run: header updates are not HOT", before, after)
+	}
+}
