@@ -64,7 +64,7 @@ func (e *storeOpenError) Error() string { return e.msg }
 // runs (nexa runs list, show, …) never leaves a .nexa directory behind.
 func openStore(e *env, flag, wd string, create bool) (storeHandle, error) {
 	if name := storeName(e, flag); pgstore.IsURL(name) {
-		return openPostgres(name, wd)
+		return openPostgres(name, wd, create)
 	}
 	path := storePath(e, flag, wd)
 	fi, err := os.Stat(path)
@@ -112,12 +112,22 @@ func (h pgHandle) LogFile(runID string, kind store.LogKind) (string, error) {
 	return h.Store.LogFile(runID, string(kind))
 }
 
-// openPostgres opens the PostgreSQL store a postgres:// URL names. Any
-// failure is operational (exit 1); its message never holds the password.
-func openPostgres(rawURL, wd string) (storeHandle, error) {
+// openPostgres opens the PostgreSQL store a postgres:// URL names; unless
+// create is set, a database without nexa's tables is left untouched and
+// reported as no store (exit 2), as for SQLite. Any other failure is
+// operational (exit 1); its message never holds the password.
+func openPostgres(rawURL, wd string, create bool) (storeHandle, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), pgOpenTimeout)
 	defer cancel()
-	s, err := pgstore.Open(ctx, rawURL, pgstore.WithLogDir(filepath.Join(wd, store.DirName, "logs")))
+	opts := []pgstore.Option{pgstore.WithLogDir(filepath.Join(wd, store.DirName, "logs"))}
+	if !create {
+		opts = append(opts, pgstore.WithoutCreate())
+	}
+	s, err := pgstore.Open(ctx, rawURL, opts...)
+	if errors.Is(err, pgstore.ErrNoStore) {
+		return nil, &storeOpenError{exit: ExitUsage, code: runtime.CodeNoStore, msg: fmt.Sprintf(
+			"no store at %s: no run was stored in this database yet (nexa agent creates the tables)", pgstore.Redact(rawURL))}
+	}
 	if err != nil {
 		return nil, &storeOpenError{exit: ExitFailed, code: runtime.CodeStoreError, msg: err.Error()}
 	}

@@ -70,6 +70,9 @@ var (
 	// ErrNewerSchema: the database was written by a newer nexa whose schema
 	// this binary does not know; nothing was written to it.
 	ErrNewerSchema = errors.New("store schema is newer than this nexa supports")
+	// ErrNoStore: Open was asked not to create the tables (WithoutCreate)
+	// and the database has none: no run was ever stored there.
+	ErrNoStore = errors.New("the database holds no nexa run store yet")
 	// ErrNotURL: the store name is not a postgres:// or postgresql:// URL.
 	ErrNotURL = errors.New("not a PostgreSQL URL (postgres://… or postgresql://…)")
 )
@@ -89,6 +92,7 @@ type Store struct {
 	redacted string // the URL with its password masked, for messages
 	secret   string // the password, scrubbed from every error
 	logDir   string
+	noCreate bool
 	// beforeCommit, set by tests, runs inside a write transaction just
 	// before its COMMIT is sent.
 	beforeCommit func(ctx context.Context, tx pgx.Tx) error
@@ -103,6 +107,13 @@ type Option func(*Store)
 // LogFile); the CLI passes WORKDIR/.nexa/logs.
 func WithLogDir(dir string) Option {
 	return func(s *Store) { s.logDir = dir }
+}
+
+// WithoutCreate makes Open fail with ErrNoStore, writing nothing, when the
+// database has no nexa tables yet: commands that only look at runs never
+// create a store (an older schema is still migrated forward).
+func WithoutCreate() Option {
+	return func(s *Store) { s.noCreate = true }
 }
 
 // maxConns bounds the pool: one executor needs a connection for its saves

@@ -277,3 +277,24 @@ func TestHeaderUpdatesDoNotGrowIndexes(t *testing.T) {
 		t.Fatalf("the indexes of nexa_runs grew from %d to %d bytes over 600 saves of one run: header updates are not HOT", before, after)
 	}
 }
+
+// A command that only looks at runs never creates the tables.
+func TestWithoutCreateWritesNothing(t *testing.T) {
+	u := pgtest.FreshURL(t)
+	if _, err := Open(ctx, u, WithoutCreate()); !errors.Is(err, ErrNoStore) {
+		t.Fatalf("Open WithoutCreate of an empty database: %v, want ErrNoStore", err)
+	}
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d tables after a WithoutCreate open (%v)", n, err)
+	}
+	open(t, u) // a command that starts a run creates them
+	if _, err := Open(ctx, u, WithoutCreate()); err != nil {
+		t.Fatalf("Open WithoutCreate of a store: %v", err)
+	}
+}

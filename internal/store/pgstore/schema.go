@@ -120,6 +120,9 @@ func (s *Store) migrate(ctx context.Context) error {
 		if v == known {
 			return nil
 		}
+		if v == 0 && s.noCreate {
+			return ErrNoStore
+		}
 		err = s.inTx(ctx, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS nexa_schema (
 					id      int NOT NULL PRIMARY KEY CHECK (id = 1),
