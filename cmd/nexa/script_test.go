@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -33,6 +34,12 @@ func TestScripts(t *testing.T) {
 			e.Setenv("HOME", e.WorkDir)
 			return nil
 		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "postgres" {
+				return pgCondition()
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"capture":    cmdCapture,
 			"jsonis":     cmdJSONIs,
@@ -45,6 +52,8 @@ func TestScripts(t *testing.T) {
 			"marked":     cmdMarked,
 			"freeport":   cmdFreePort,
 			"http":       cmdHTTP,
+			"pgstore":    cmdPGStore,
+			"leasefree":  cmdLeaseFree,
 		},
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/nexa-run/nexa/internal/runtime/state"
 	"github.com/nexa-run/nexa/internal/secrets"
 	"github.com/nexa-run/nexa/internal/store"
+	"github.com/nexa-run/nexa/internal/store/pgstore"
 )
 
 func init() { register(newAgentCmd) }
@@ -54,7 +55,8 @@ func newAgentCmd(e *env) *cobra.Command {
 		Short: "Start or resume a durable run of an agent",
 		Long: `Start a run of AGENT from FILE with TASK, or continue a run with --resume.
 
-A run is saved after every step in the store (.nexa/runs.sqlite3 by default).
+A run is saved after every step in the store (.nexa/runs.sqlite3 by default, or a
+PostgreSQL database named by a postgres:// URL).
 Tool calls that need approval stop the run with status waiting_approval (exit
 3); continue it with --resume RUN_ID and one --approve or --deny per call.
 Standard output carries exactly one JSON object describing the run; progress
@@ -79,7 +81,7 @@ Exit codes: 0 completed, 1 failed, 2 usage or input error (nothing written),
 	fl.StringArrayVar(&f.approve, "approve", nil, "approve the pending call `CALL_ID` (repeatable; needs --resume)")
 	fl.StringArrayVar(&f.deny, "deny", nil, "deny the pending call `CALL_ID` (repeatable; needs --resume)")
 	fl.StringVar(&f.reason, "reason", "", "reason sent to the model with a denial")
-	fl.StringVar(&f.store, "store", "", "run store `PATH` (default .nexa/runs.sqlite3, or NEXA_STORE)")
+	fl.StringVar(&f.store, "store", "", "run store: a SQLite file `PATH` or a postgres:// URL (default .nexa/runs.sqlite3, or NEXA_STORE)")
 	fl.StringVar(&f.provider, "provider", "", "model provider: openai, anthropic or script:PATH (or NEXA_PROVIDER)")
 	fl.StringVar(&f.model, "model", "", "model name, optionally prefix/name (default: the agent's model, or NEXA_MODEL)")
 	fl.StringVar(&f.baseURL, "base-url", "", "endpoint of an OpenAI-compatible server (or NEXA_BASE_URL)")
@@ -198,6 +200,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		return agentUsageError(e, f, err.Error())
 	}
 	sec.addSecret(secrets.URLPasswords(f.store)...)
+	sec.addSecret(pgstore.Password(storeName(e, f.store)))
 	var display *progressPrinter
 	prov, err := resolveProvider(e, f, prog, agent, sec, func(attempt int, err error, delay time.Duration) {
 		display.retrying(attempt, err, delay)
@@ -274,7 +277,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	}
 	defer tools.close()
 	detect := sandboxDetector(e)
-	execs, py := executors(e, detect, protectedFiles(e, st.Path(), prog))
+	execs, py := executors(e, detect, protectedFiles(e, localStorePath(st), prog))
 	defer py.Close()
 	if tools.mgr != nil {
 		execs[ir.BodyMCP] = tools.mgr
@@ -298,6 +301,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		Stop:             stop,
 		NoStream:         f.noStream,
 		Redact:           sec.redact,
+		LeaseTTL:         testLeaseTTL(e),
 	})
 	if err != nil {
 		code, rerr := exitCodeForError(err)
@@ -399,6 +403,18 @@ func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, t
 		return nil
 	}
 	return exitWith(code)
+}
+
+// testLeaseTTL is the lease duration a test asks for with the test-only
+// NEXA_TEST_LEASE_TTL (a Go duration), so a story can let a killed
+// executor's lease expire in a second; zero (the runtime's default)
+// otherwise.
+func testLeaseTTL(e *env) time.Duration {
+	d, err := time.ParseDuration(e.getenv("NEXA_TEST_LEASE_TTL"))
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
 }
 
 // parseTimeout accepts seconds ("900") or a Go duration ("15m", "1h30m").

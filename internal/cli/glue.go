@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
@@ -18,6 +19,7 @@ import (
 	"github.com/nexa-run/nexa/internal/runtime/sandbox"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 	"github.com/nexa-run/nexa/internal/store"
+	"github.com/nexa-run/nexa/internal/store/pgstore"
 	"github.com/nexa-run/nexa/internal/toolenv"
 )
 
@@ -61,6 +63,9 @@ func (e *storeOpenError) Error() string { return e.msg }
 // created: only a command that starts a run creates one, so that looking at
 // runs (nexa runs list, show, …) never leaves a .nexa directory behind.
 func openStore(e *env, flag, wd string, create bool) (storeHandle, error) {
+	if name := storeName(e, flag); pgstore.IsURL(name) {
+		return openPostgres(name, wd, create)
+	}
 	path := storePath(e, flag, wd)
 	fi, err := os.Stat(path)
 	switch {
@@ -80,6 +85,62 @@ func openStore(e *env, flag, wd string, create bool) (storeHandle, error) {
 		return nil, &storeOpenError{exit: ExitFailed, code: runtime.CodeStoreError, msg: msg}
 	}
 	return s, nil
+}
+
+// storeName is --store, else NEXA_STORE, as given.
+func storeName(e *env, flag string) string {
+	if flag != "" {
+		return flag
+	}
+	return e.getenv("NEXA_STORE")
+}
+
+// pgOpenTimeout bounds connecting to PostgreSQL and migrating its schema,
+// so an unreachable server fails the command instead of hanging it.
+const pgOpenTimeout = time.Minute
+
+// pgHandle is the PostgreSQL store as the CLI uses it. Its run logs are
+// local diagnostics kept in WORKDIR/.nexa/logs (docs/store.md): nothing a
+// run needs to continue is in them.
+type pgHandle struct {
+	*pgstore.Store
+	wd string
+}
+
+// LogFile names the run's local log of the given kind.
+func (h pgHandle) LogFile(runID string, kind store.LogKind) (string, error) {
+	return h.Store.LogFile(runID, string(kind))
+}
+
+// openPostgres opens the PostgreSQL store a postgres:// URL names; unless
+// create is set, a database without nexa's tables is left untouched and
+// reported as no store (exit 2), as for SQLite. Any other failure is
+// operational (exit 1); its message never holds the password.
+func openPostgres(rawURL, wd string, create bool) (storeHandle, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), pgOpenTimeout)
+	defer cancel()
+	opts := []pgstore.Option{pgstore.WithLogDir(filepath.Join(wd, store.DirName, "logs"))}
+	if !create {
+		opts = append(opts, pgstore.WithoutCreate())
+	}
+	s, err := pgstore.Open(ctx, rawURL, opts...)
+	if errors.Is(err, pgstore.ErrNoStore) {
+		return nil, &storeOpenError{exit: ExitUsage, code: runtime.CodeNoStore, msg: fmt.Sprintf(
+			"no store at %s: no run was stored in this database yet (nexa agent creates the tables)", pgstore.Redact(rawURL))}
+	}
+	if err != nil {
+		return nil, &storeOpenError{exit: ExitFailed, code: runtime.CodeStoreError, msg: err.Error()}
+	}
+	return pgHandle{Store: s, wd: wd}, nil
+}
+
+// localStorePath is the local file whose directory holds the store's
+// logs (and, for SQLite, the store): tools are kept away from it.
+func localStorePath(st storeHandle) string {
+	if h, ok := st.(pgHandle); ok {
+		return store.DefaultPath(h.wd)
+	}
+	return st.Path()
 }
 
 // readOnly reports whether dir exists and this process may not write to it

@@ -29,7 +29,7 @@ Exit codes: 0 success, 1 operational error (store unreadable), 2 usage or input
 error (unknown run or call, decision or resolution refused); nothing is
 written on a refusal.`,
 	}
-	cmd.PersistentFlags().StringVar(&storeFlag, "store", "", "run store `PATH` (default .nexa/runs.sqlite3, or NEXA_STORE)")
+	cmd.PersistentFlags().StringVar(&storeFlag, "store", "", "run store: a SQLite file `PATH` or a postgres:// URL (default .nexa/runs.sqlite3, or NEXA_STORE)")
 	open := func() (storeHandle, error) {
 		wd, err := os.Getwd()
 		if err != nil {

@@ -12,6 +12,8 @@ import (
 	"github.com/nexa-run/nexa/internal/runtime/provider"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 	"github.com/nexa-run/nexa/internal/store"
+	"github.com/nexa-run/nexa/internal/store/pgstore"
+	"github.com/nexa-run/nexa/internal/store/pgstore/pgtest"
 )
 
 // loopProvider asks for one tool call per turn until rounds are done.
@@ -42,38 +44,63 @@ func (echoExec) Execute(_ context.Context, inv runtime.Invocation) (runtime.Outc
 	return runtime.Outcome{Output: string(inv.Arguments), Success: true}, nil
 }
 
+// benchStores open a fresh store of each kind for the benchmarks: SQLite
+// in a temporary file, PostgreSQL in a fresh schema of NEXA_TEST_POSTGRES
+// (skipped without it).
+var benchStores = []struct {
+	name string
+	open func(b *testing.B) state.Store
+}{
+	{"sqlite", func(b *testing.B) state.Store {
+		s, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "runs.sqlite3"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}},
+	{"postgres", func(b *testing.B) state.Store {
+		s, err := pgstore.Open(context.Background(), pgtest.FreshURL(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}},
+}
+
 // BenchmarkRunStep measures the runtime's own cost per tool round (provider
-// reply saved, started saved, result saved, tool message saved) with the
-// SQLite store, for short and long runs; ns/step should not grow with the
-// length of the run.
+// reply saved, started saved, result saved, tool message saved) with each
+// store, for short and long runs; ns/step should not grow with the length
+// of the run.
 func BenchmarkRunStep(b *testing.B) {
-	for _, rounds := range []int{10, 200} {
-		b.Run(fmt.Sprintf("rounds=%d", rounds), func(b *testing.B) {
-			s, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "runs.sqlite3"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			prog := &ir.Program{
-				Hash: "sha256:bench",
-				Tools: []*ir.Tool{{Name: "echo", Description: "Echo", Risk: "low", Timeout: 5,
-					Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
-					Body:       ir.Body{Kind: ir.BodyPython}}},
-				Agents: []*ir.Agent{{Name: "A", Prompt: "p", Tools: []string{"echo"}, Retry: -1}},
-			}
-			r, err := runtime.NewRunner(runtime.Config{Program: prog, Agent: prog.Agents[0], Store: s, Provider: loopProvider{rounds: rounds},
-				Executors: map[ir.BodyKind]runtime.Executor{ir.BodyPython: echoExec{}}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				st, err := r.Start(context.Background(), runtime.NewRun{Task: "t", WorkDir: "/w"})
-				if err != nil || st.Status != state.StatusCompleted {
-					b.Fatalf("%v %s", err, st.Status)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rounds), "ns/step")
-		})
+	for _, bs := range benchStores {
+		for _, rounds := range []int{10, 200} {
+			b.Run(fmt.Sprintf("store=%s/rounds=%d", bs.name, rounds), func(b *testing.B) {
+				benchRunStep(b, bs.open(b), rounds)
+			})
+		}
 	}
+}
+
+func benchRunStep(b *testing.B, s state.Store, rounds int) {
+	defer s.Close()
+	prog := &ir.Program{
+		Hash: "sha256:bench",
+		Tools: []*ir.Tool{{Name: "echo", Description: "Echo", Risk: "low", Timeout: 5,
+			Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
+			Body:       ir.Body{Kind: ir.BodyPython}}},
+		Agents: []*ir.Agent{{Name: "A", Prompt: "p", Tools: []string{"echo"}, Retry: -1}},
+	}
+	r, err := runtime.NewRunner(runtime.Config{Program: prog, Agent: prog.Agents[0], Store: s, Provider: loopProvider{rounds: rounds},
+		Executors: map[ir.BodyKind]runtime.Executor{ir.BodyPython: echoExec{}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		st, err := r.Start(context.Background(), runtime.NewRun{Task: "t", WorkDir: "/w"})
+		if err != nil || st.Status != state.StatusCompleted {
+			b.Fatalf("%v %s", err, st.Status)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rounds), "ns/step")
 }
