@@ -462,17 +462,7 @@ func (l *redactedLog) Close() error {
 }
 
 // validRunID accepts the shape of run ids, so an id never names a path.
-func validRunID(id string) bool {
-	if !strings.HasPrefix(id, "run_") || len(id) > 64 {
-		return false
-	}
-	for _, c := range id[4:] {
-		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
-			return false
-		}
-	}
-	return len(id) > 4
-}
+func validRunID(id string) bool { return runtime.ValidRunID(id) }
 
 // providerFlags are the flags given on this command line that a resume must
 // repeat because the provider identity is resolved from them. A new run

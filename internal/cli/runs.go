@@ -22,7 +22,7 @@ func newRunsCmd(e *env) *cobra.Command {
 	var storeFlag string
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "List, inspect, approve, resolve and prune runs in the store",
+		Short: "List, inspect, approve, resolve, prune, export and import runs in the store",
 		Long: `Work with the runs in the store (.nexa/runs.sqlite3, --store or NEXA_STORE).
 
 Exit codes: 0 success, 1 operational error (store unreadable), 2 usage or input
@@ -30,12 +30,13 @@ error (unknown run or call, decision or resolution refused); nothing is
 written on a refusal.`,
 	}
 	cmd.PersistentFlags().StringVar(&storeFlag, "store", "", "run store `PATH` (default .nexa/runs.sqlite3, or NEXA_STORE)")
-	open := func() (storeHandle, error) {
+	// openWith opens the store; only import may create it.
+	openWith := func(create bool) (storeHandle, error) {
 		wd, err := os.Getwd()
 		if err != nil {
 			return nil, &exitError{code: ExitFailed, msg: fmt.Sprintf("working directory: %v", err)}
 		}
-		s, err := openStore(e, storeFlag, wd, false)
+		s, err := openStore(e, storeFlag, wd, create)
 		if err != nil {
 			var se *storeOpenError
 			if errors.As(err, &se) {
@@ -45,10 +46,12 @@ written on a refusal.`,
 		}
 		return s, nil
 	}
+	open := func() (storeHandle, error) { return openWith(false) }
 	// Hints repeat --store when it was given: the run is found there.
 	hints := func(st *state.RunState) string { return hintFlags(st, nil, storeFlag) }
 	cmd.AddCommand(newRunsListCmd(e, open), newRunsShowCmd(e, open, hints), newRunsApproveCmd(e, open, hints),
-		newRunsResolveCmd(e, open, hints), newRunsPruneCmd(e, open))
+		newRunsResolveCmd(e, open, hints), newRunsPruneCmd(e, open),
+		newRunsExportCmd(e, open), newRunsImportCmd(e, func() (storeHandle, error) { return openWith(true) }))
 	return cmd
 }
 
