@@ -109,7 +109,7 @@ func newRunsListCmd(e *env, open storeOpener) *cobra.Command {
 			defer s.Close()
 			runs, err := s.List(context.Background(), state.Filter{Status: st, Agent: agent, OlderThan: age})
 			if err != nil {
-				return &exitError{code: ExitFailed, msg: fmt.Sprintf("list runs: %v", err)}
+				return &exitError{code: ExitFailed, msg: err.Error()} // the store says "list runs: …"
 			}
 			if asJSON {
 				if runs == nil {
@@ -397,7 +397,7 @@ func newRunsPruneCmd(e *env, open storeOpener) *cobra.Command {
 			defer s.Close()
 			rep, err := runtime.Prune(context.Background(), s, state.Filter{OlderThan: d, Status: st})
 			if err != nil {
-				return &exitError{code: ExitFailed, msg: fmt.Sprintf("prune: %v", err)}
+				return &exitError{code: ExitFailed, msg: err.Error()} // the store says "prune runs: …"
 			}
 			fmt.Fprintf(e.stdout, "deleted %d run(s)\n", len(rep.Deleted))
 			if len(rep.Held) > 0 {

@@ -169,7 +169,7 @@ func Import(ctx context.Context, s state.Store, recs []ExportRecord) (ImportRepo
 					Message: fmt.Sprintf("run %s is already in the store; it was not imported (an import never replaces a run)", id)})
 				continue
 			}
-			return rep, &Error{Code: CodeStoreError, Message: fmt.Sprintf("import run %s: %v", id, err), Err: err}
+			return rep, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
 		}
 		rep.Imported = append(rep.Imported, id)
 		if len(rec.Logs) == 0 {
