@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/duration"
 	"github.com/nexa-run/nexa/internal/lang"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/mcptool"
@@ -401,17 +401,12 @@ func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, t
 	return exitWith(code)
 }
 
-// parseTimeout accepts seconds ("900") or a Go duration ("15m", "1h30m").
+// parseTimeout reads --timeout: a positive duration of package duration
+// (seconds such as 900, or 15m, 1h30m, 2d).
 func parseTimeout(s string) (time.Duration, error) {
-	if n, err := strconv.Atoi(s); err == nil {
-		if n <= 0 {
-			return 0, fmt.Errorf("--timeout must be positive, not %s", s)
-		}
-		return time.Duration(n) * time.Second, nil
-	}
-	d, err := time.ParseDuration(s)
+	d, err := duration.Parse(s)
 	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("--timeout takes seconds (900) or a duration (15m), not %q", s)
+		return 0, fmt.Errorf("--timeout takes %s (positive), not %q", duration.Forms, s)
 	}
 	return d, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nexa-run/nexa/internal/duration"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 )
@@ -411,16 +412,12 @@ func newRunsPruneCmd(e *env, open storeOpener) *cobra.Command {
 	return cmd
 }
 
-// parseAge accepts Go durations plus a day suffix ("30d").
+// parseAge reads --older-than: a duration of package duration, not
+// negative ("72h", "30d").
 func parseAge(s string) (time.Duration, error) {
-	if strings.HasSuffix(s, "d") {
-		if n, err := strconv.Atoi(strings.TrimSuffix(s, "d")); err == nil && n >= 0 {
-			return time.Duration(n) * 24 * time.Hour, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
+	d, err := duration.Parse(s)
 	if err != nil || d < 0 {
-		return 0, usageErrorf("--older-than takes a duration such as 72h or 30d, not %q", s)
+		return 0, usageErrorf("--older-than takes a duration such as 72h or 30d (%s), not %q", duration.Forms, s)
 	}
 	return d, nil
 }

@@ -62,6 +62,8 @@ func TestTimeTools(t *testing.T) {
 		{"time_add", m{"time": "2024-05-01", "duration": "1w", "months": 1, "years": -1}, "2023-06-08T00:00:00Z", true},
 		{"time_add", m{"time": "2024-05-01", "duration": "90 minutes"}, "2024-05-01T01:30:00Z", true},
 		{"time_add", m{"time": "2024-05-01", "duration": "soon"}, "~cannot read duration", false},
+		{"time_add", m{"time": "2024-05-01", "duration": "45"}, "2024-05-01T00:00:45Z", true},
+		{"time_add", m{"time": "2024-05-01", "duration": "30d"}, "2024-05-31T00:00:00Z", true},
 		{"time_diff", m{"start": "2024-05-01T10:00:00Z", "end": "2024-05-01T12:30:00Z", "unit": "hours"}, `{"duration":"2h30m0s","unit":"hours","value":2.5}`, true},
 		{"time_diff", m{"start": "2024-05-02", "end": "2024-05-01"}, `{"duration":"-24h0m0s","unit":"seconds","value":-86400}`, true},
 		{"time_diff", m{"start": "2024-01-01", "end": "2024-01-15", "unit": "weeks"}, `~"value":2`, true},

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/nexa-run/nexa/internal/duration"
 	"github.com/nexa-run/nexa/internal/runtime"
 )
 
@@ -293,71 +294,11 @@ func timeDiff(_ context.Context, c *call) (runtime.Outcome, error) {
 	return okJSON(map[string]any{"value": v, "unit": a.Unit, "duration": d.String()}), nil
 }
 
-// durationUnits are the units parseDuration accepts, in nanoseconds.
-var durationUnits = map[string]float64{
-	"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6,
-	"s": 1e9, "sec": 1e9, "secs": 1e9, "second": 1e9, "seconds": 1e9,
-	"m": 60e9, "min": 60e9, "mins": 60e9, "minute": 60e9, "minutes": 60e9,
-	"h": 3600e9, "hr": 3600e9, "hrs": 3600e9, "hour": 3600e9, "hours": 3600e9,
-	"d": 86400e9, "day": 86400e9, "days": 86400e9,
-	"w": 604800e9, "week": 604800e9, "weeks": 604800e9,
-}
-
-// parseDuration reads Go durations extended with days and weeks ("1h30m",
-// "-2d", "1w 3d", "90 minutes"). Days are 24 hours exactly; use the days
+// parseDuration reads a duration argument with the grammar of package
+// duration, the one the command line uses ("1h30m", "-2d", "1w 3d", "90
+// minutes", "45" for seconds). Days are 24 hours exactly; use the days
 // argument for calendar days across daylight-saving changes.
-func parseDuration(s string) (time.Duration, error) {
-	orig := s
-	s = strings.TrimSpace(s)
-	sign := 1.0
-	if s != "" && (s[0] == '-' || s[0] == '+') {
-		if s[0] == '-' {
-			sign = -1
-		}
-		s = strings.TrimSpace(s[1:])
-	}
-	bad := fmt.Errorf("cannot read duration %q; write it like 1h30m, -45s, 2d or 1w", orig)
-	if s == "" {
-		return 0, bad
-	}
-	total := 0.0
-	for s != "" {
-		i := 0
-		for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
-			i++
-		}
-		if i == 0 {
-			return 0, bad
-		}
-		n, err := strconv.ParseFloat(s[:i], 64)
-		if err != nil {
-			return 0, bad
-		}
-		s = strings.TrimLeft(s[i:], " ")
-		j := 0
-		for j < len(s) {
-			r := rune(s[j])
-			if s[j] >= 0x80 {
-				r = 'µ'
-			}
-			if !unicode.IsLetter(r) {
-				break
-			}
-			j++
-		}
-		unit, ok := durationUnits[strings.ToLower(s[:j])]
-		if !ok {
-			return 0, bad
-		}
-		total += n * unit
-		s = strings.TrimLeft(s[j:], " ,")
-	}
-	total *= sign
-	if math.Abs(total) >= math.MaxInt64 {
-		return 0, fmt.Errorf("duration %q is too long", orig)
-	}
-	return time.Duration(total), nil
-}
+func parseDuration(s string) (time.Duration, error) { return duration.Parse(s) }
 
 var (
 	longDays    = []string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"}
