@@ -213,7 +213,7 @@ func ReadExport(r io.Reader) ([]ExportRecord, error) {
 			dec.DisallowUnknownFields()
 			if hdr == nil {
 				hdr = &ExportHeader{}
-				if derr := dec.Decode(hdr); derr != nil || hdr.Format != ExportFormat {
+				if derr := dec.Decode(hdr); derr != nil || hdr.Format != ExportFormat || dec.More() {
 					return nil, bad("not a nexa run export (the first line must be a header with \"format\": %q)", ExportFormat)
 				}
 				if hdr.Version > ExportVersion || hdr.Version < 1 {
