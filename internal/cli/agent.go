@@ -7,13 +7,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nexa-run/nexa/internal/duration"
 	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/lang"
 	"github.com/nexa-run/nexa/internal/runtime"
@@ -417,17 +417,12 @@ func testLeaseTTL(e *env) time.Duration {
 	return d
 }
 
-// parseTimeout accepts seconds ("900") or a Go duration ("15m", "1h30m").
+// parseTimeout reads --timeout: a positive duration of package duration
+// (seconds such as 900, or 15m, 1h30m, 2d).
 func parseTimeout(s string) (time.Duration, error) {
-	if n, err := strconv.Atoi(s); err == nil {
-		if n <= 0 {
-			return 0, fmt.Errorf("--timeout must be positive, not %s", s)
-		}
-		return time.Duration(n) * time.Second, nil
-	}
-	d, err := time.ParseDuration(s)
+	d, err := duration.Parse(s)
 	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("--timeout takes seconds (900) or a duration (15m), not %q", s)
+		return 0, fmt.Errorf("--timeout takes %s (positive), not %q", duration.Forms, s)
 	}
 	return d, nil
 }
@@ -478,17 +473,7 @@ func (l *redactedLog) Close() error {
 }
 
 // validRunID accepts the shape of run ids, so an id never names a path.
-func validRunID(id string) bool {
-	if !strings.HasPrefix(id, "run_") || len(id) > 64 {
-		return false
-	}
-	for _, c := range id[4:] {
-		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
-			return false
-		}
-	}
-	return len(id) > 4
-}
+func validRunID(id string) bool { return runtime.ValidRunID(id) }
 
 // providerFlags are the flags given on this command line that a resume must
 // repeat because the provider identity is resolved from them. A new run

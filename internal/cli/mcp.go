@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"time"
 
+	"github.com/nexa-run/nexa/internal/duration"
 	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime/mcptool"
 )
@@ -104,13 +104,10 @@ func mcpConnectTimeout(e *env) (time.Duration, error) {
 	if v == "" {
 		return mcptool.DefaultConnectTimeout, nil
 	}
-	if n, err := strconv.Atoi(v); err == nil && n > 0 {
-		return time.Duration(n) * time.Second, nil
-	}
-	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+	if d, err := duration.Parse(v); err == nil && d > 0 {
 		return d, nil
 	}
-	return 0, fmt.Errorf("NEXA_MCP_CONNECT_TIMEOUT takes seconds (30) or a duration (1m30s), not %q", v)
+	return 0, fmt.Errorf("NEXA_MCP_CONNECT_TIMEOUT takes %s (positive), not %q", duration.Forms, v)
 }
 
 func (at *agentTools) close() {

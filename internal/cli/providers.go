@@ -2,10 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/nexa-run/nexa/internal/duration"
 	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime/provider"
 	"github.com/nexa-run/nexa/internal/runtime/state"
@@ -156,13 +156,10 @@ func providerTimeouts(e *env) (provider.Timeouts, error) {
 		case "0", "off":
 			return -1, nil
 		}
-		if n, err := strconv.Atoi(v); err == nil && n > 0 {
-			return time.Duration(n) * time.Second, nil
-		}
-		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		if d, err := duration.Parse(v); err == nil && d > 0 {
 			return d, nil
 		}
-		return 0, fmt.Errorf("%s takes seconds (600), a duration (10m) or off, not %q", name, v)
+		return 0, fmt.Errorf("%s takes %s (positive), or off, not %q", name, duration.Forms, v)
 	}
 	var t provider.Timeouts
 	var err error

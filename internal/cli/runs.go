@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nexa-run/nexa/internal/duration"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/state"
 )
@@ -22,7 +23,7 @@ func newRunsCmd(e *env) *cobra.Command {
 	var storeFlag string
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "List, inspect, approve, resolve and prune runs in the store",
+		Short: "List, inspect, approve, resolve, prune, export and import runs in the store",
 		Long: `Work with the runs in the store (.nexa/runs.sqlite3, --store or NEXA_STORE).
 
 Exit codes: 0 success, 1 operational error (store unreadable), 2 usage or input
@@ -30,12 +31,13 @@ error (unknown run or call, decision or resolution refused); nothing is
 written on a refusal.`,
 	}
 	cmd.PersistentFlags().StringVar(&storeFlag, "store", "", "run store: a SQLite file `PATH` or a postgres:// URL (default .nexa/runs.sqlite3, or NEXA_STORE)")
-	open := func() (storeHandle, error) {
+	// openWith opens the store; only import may create it.
+	openWith := func(create bool) (storeHandle, error) {
 		wd, err := os.Getwd()
 		if err != nil {
 			return nil, &exitError{code: ExitFailed, msg: fmt.Sprintf("working directory: %v", err)}
 		}
-		s, err := openStore(e, storeFlag, wd, false)
+		s, err := openStore(e, storeFlag, wd, create)
 		if err != nil {
 			var se *storeOpenError
 			if errors.As(err, &se) {
@@ -45,10 +47,12 @@ written on a refusal.`,
 		}
 		return s, nil
 	}
+	open := func() (storeHandle, error) { return openWith(false) }
 	// Hints repeat --store when it was given: the run is found there.
 	hints := func(st *state.RunState) string { return hintFlags(st, nil, storeFlag) }
 	cmd.AddCommand(newRunsListCmd(e, open), newRunsShowCmd(e, open, hints), newRunsApproveCmd(e, open, hints),
-		newRunsResolveCmd(e, open, hints), newRunsPruneCmd(e, open))
+		newRunsResolveCmd(e, open, hints), newRunsPruneCmd(e, open),
+		newRunsExportCmd(e, open), newRunsImportCmd(e, func() (storeHandle, error) { return openWith(true) }))
 	return cmd
 }
 
@@ -106,7 +110,7 @@ func newRunsListCmd(e *env, open storeOpener) *cobra.Command {
 			defer s.Close()
 			runs, err := s.List(context.Background(), state.Filter{Status: st, Agent: agent, OlderThan: age})
 			if err != nil {
-				return &exitError{code: ExitFailed, msg: fmt.Sprintf("list runs: %v", err)}
+				return &exitError{code: ExitFailed, msg: err.Error()} // the store says "list runs: …"
 			}
 			if asJSON {
 				if runs == nil {
@@ -400,7 +404,7 @@ func newRunsPruneCmd(e *env, open storeOpener) *cobra.Command {
 			defer s.Close()
 			rep, err := runtime.Prune(context.Background(), s, state.Filter{OlderThan: d, Status: st})
 			if err != nil {
-				return &exitError{code: ExitFailed, msg: fmt.Sprintf("prune: %v", err)}
+				return &exitError{code: ExitFailed, msg: err.Error()} // the store says "prune runs: …"
 			}
 			fmt.Fprintf(e.stdout, "deleted %d run(s)\n", len(rep.Deleted))
 			if len(rep.Held) > 0 {
@@ -414,16 +418,12 @@ func newRunsPruneCmd(e *env, open storeOpener) *cobra.Command {
 	return cmd
 }
 
-// parseAge accepts Go durations plus a day suffix ("30d").
+// parseAge reads --older-than: a duration of package duration, not
+// negative ("72h", "30d").
 func parseAge(s string) (time.Duration, error) {
-	if strings.HasSuffix(s, "d") {
-		if n, err := strconv.Atoi(strings.TrimSuffix(s, "d")); err == nil && n >= 0 {
-			return time.Duration(n) * 24 * time.Hour, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
+	d, err := duration.Parse(s)
 	if err != nil || d < 0 {
-		return 0, usageErrorf("--older-than takes a duration such as 72h or 30d, not %q", s)
+		return 0, usageErrorf("--older-than takes a duration such as 72h or 30d (%s), not %q", duration.Forms, s)
 	}
 	return d, nil
 }

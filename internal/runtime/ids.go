@@ -27,3 +27,18 @@ func NewRunID(now time.Time) string {
 	}
 	return "run_" + string(out)
 }
+
+// ValidRunID accepts the shape of run ids ("run_" and up to 60 letters or
+// digits), so that an id read from a command line or an export file never
+// names a path when a store keeps files by run id.
+func ValidRunID(id string) bool {
+	if len(id) <= 4 || len(id) > 64 || id[:4] != "run_" {
+		return false
+	}
+	for _, c := range id[4:] {
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
+			return false
+		}
+	}
+	return true
+}

@@ -97,7 +97,9 @@ func keepLease(s state.Store, id string, l *state.Lease) (stop func()) {
 	}
 }
 
-// storeError turns an error of a store write into the runtime's error.
+// storeError turns an error of a store write into the runtime's error. A
+// store's errors already name the operation and the run ("save run X: …",
+// see state.Store), so the message adds no context of its own.
 func storeError(id string, err error) error {
 	var ce *state.ConflictError
 	switch {
@@ -109,7 +111,7 @@ func storeError(id string, err error) error {
 		return &Error{Code: CodeCheckpointConflict, Message: fmt.Sprintf(
 			"this executor lost its lease on run %s to another executor; nothing more was written (%v)", id, err), Err: err}
 	}
-	return &Error{Code: CodeStoreError, Message: fmt.Sprintf("save run %s: %v", id, err), Err: err}
+	return &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
 }
 
 // ResumeOptions is what a resume brings besides the run id.
@@ -141,7 +143,7 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 		return nil, &Error{Code: CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store", o.RunID)}
 	}
 	if err != nil {
-		return nil, &Error{Code: CodeStoreError, Message: fmt.Sprintf("load run %s: %v", o.RunID, err), Err: err}
+		return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
 	}
 	run.Lease = l
 	if err := CheckResume(run, o.Request); err != nil {
@@ -233,7 +235,7 @@ func operatorWrite(ctx context.Context, s state.Store, runID string, revision in
 		if errors.Is(err, state.ErrNotFound) {
 			return nil, &Error{Code: CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store", runID), Err: err}
 		}
-		return nil, &Error{Code: CodeStoreError, Message: fmt.Sprintf("load run %s: %v", runID, err), Err: err}
+		return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
 	}
 	st.Lease = l
 	if revision > 0 && st.Revision != revision {
@@ -258,7 +260,7 @@ func Show(ctx context.Context, s state.Store, runID string) (*state.RunState, er
 		return nil, &Error{Code: CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store", runID), Err: err}
 	}
 	if err != nil {
-		return nil, &Error{Code: CodeStoreError, Message: fmt.Sprintf("load run %s: %v", runID, err), Err: err}
+		return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
 	}
 	return st, nil
 }

@@ -230,7 +230,7 @@ func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) 
 	}
 	st.Messages = append(st.Messages, state.Message{Seq: len(st.Messages), Role: state.RoleUser, Content: nr.Task})
 	if err := r.store.Create(ctx, st); err != nil {
-		return nil, &Error{Code: CodeStoreError, Message: fmt.Sprintf("create run: %v", err), Err: err}
+		return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
 	}
 	defer release(r.store, st.ID, st.Lease)
 	stop := keepLease(r.store, st.ID, st.Lease)

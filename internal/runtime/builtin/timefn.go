@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
+	gostrftime "github.com/ncruces/go-strftime"
+
+	"github.com/nexa-run/nexa/internal/duration"
 	"github.com/nexa-run/nexa/internal/runtime"
 )
 
@@ -293,365 +296,117 @@ func timeDiff(_ context.Context, c *call) (runtime.Outcome, error) {
 	return okJSON(map[string]any{"value": v, "unit": a.Unit, "duration": d.String()}), nil
 }
 
-// durationUnits are the units parseDuration accepts, in nanoseconds.
-var durationUnits = map[string]float64{
-	"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6,
-	"s": 1e9, "sec": 1e9, "secs": 1e9, "second": 1e9, "seconds": 1e9,
-	"m": 60e9, "min": 60e9, "mins": 60e9, "minute": 60e9, "minutes": 60e9,
-	"h": 3600e9, "hr": 3600e9, "hrs": 3600e9, "hour": 3600e9, "hours": 3600e9,
-	"d": 86400e9, "day": 86400e9, "days": 86400e9,
-	"w": 604800e9, "week": 604800e9, "weeks": 604800e9,
-}
-
-// parseDuration reads Go durations extended with days and weeks ("1h30m",
-// "-2d", "1w 3d", "90 minutes"). Days are 24 hours exactly; use the days
+// parseDuration reads a duration argument with the grammar of package
+// duration, the one the command line uses ("1h30m", "-2d", "1w 3d", "90
+// minutes", "45" for seconds). Days are 24 hours exactly; use the days
 // argument for calendar days across daylight-saving changes.
-func parseDuration(s string) (time.Duration, error) {
-	orig := s
-	s = strings.TrimSpace(s)
-	sign := 1.0
-	if s != "" && (s[0] == '-' || s[0] == '+') {
-		if s[0] == '-' {
-			sign = -1
+func parseDuration(s string) (time.Duration, error) { return duration.Parse(s) }
+
+// strftimeSpecs are the directives github.com/ncruces/go-strftime
+// formats. The library prints an unknown directive as it is; time_format
+// refuses it instead, so that a model learns its pattern was wrong.
+const strftimeSpecs = "AaBbhmdeIlHkMSLfNyYCUWVgGsQwujpPZz+cvFDxrTXR%tn"
+
+// strptimeSpecs are the directives the library parses, less %Z and %+:
+// Go reads a zone abbreviation it does not know as UTC, silently.
+const strptimeSpecs = "AaBbhmdejIHMSLfNyYpPzcvFDxrTXR%tn"
+
+// checkDirectives refuses a pattern with a directive outside specs or a
+// lone % at its end. Flags - and :, and the modifiers E and O, are allowed
+// as in C.
+func checkDirectives(format, specs, verb string) error {
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
 		}
-		s = strings.TrimSpace(s[1:])
-	}
-	bad := fmt.Errorf("cannot read duration %q; write it like 1h30m, -45s, 2d or 1w", orig)
-	if s == "" {
-		return 0, bad
-	}
-	total := 0.0
-	for s != "" {
-		i := 0
-		for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		i++
+		if i < len(format) && (format[i] == '-' || format[i] == ':') {
 			i++
 		}
-		if i == 0 {
-			return 0, bad
+		if i < len(format) && (format[i] == 'E' || format[i] == 'O') {
+			i++
 		}
-		n, err := strconv.ParseFloat(s[:i], 64)
-		if err != nil {
-			return 0, bad
+		if i >= len(format) {
+			return errors.New("format ends with a lone %")
 		}
-		s = strings.TrimLeft(s[i:], " ")
-		j := 0
-		for j < len(s) {
-			r := rune(s[j])
-			if s[j] >= 0x80 {
-				r = 'µ'
-			}
-			if !unicode.IsLetter(r) {
-				break
-			}
-			j++
+		if !strings.ContainsRune(specs, rune(format[i])) {
+			return fmt.Errorf("unsupported %s directive %%%c", verb, format[i])
 		}
-		unit, ok := durationUnits[strings.ToLower(s[:j])]
-		if !ok {
-			return 0, bad
-		}
-		total += n * unit
-		s = strings.TrimLeft(s[j:], " ,")
 	}
-	total *= sign
-	if math.Abs(total) >= math.MaxInt64 {
-		return 0, fmt.Errorf("duration %q is too long", orig)
-	}
-	return time.Duration(total), nil
+	return nil
 }
 
-var (
-	longDays    = []string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"}
-	longMonths  = []string{"January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"}
-	strftimeAbb = map[byte]string{'F': "%Y-%m-%d", 'T': "%H:%M:%S", 'D': "%m/%d/%y", 'R': "%H:%M", 'c': "%a %b %e %H:%M:%S %Y", 'x': "%m/%d/%y", 'X': "%H:%M:%S"}
-)
-
-// strftime formats t with C strftime directives (the subset models use).
+// strftime formats t with C strftime directives (go-strftime).
 func strftime(t time.Time, format string) (string, error) {
-	var b strings.Builder
-	for i := 0; i < len(format); i++ {
-		ch := format[i]
-		if ch != '%' {
-			b.WriteByte(ch)
-			continue
-		}
-		i++
-		if i >= len(format) {
-			return "", errors.New("format ends with a lone %")
-		}
-		d := format[i]
-		if d == ':' && i+1 < len(format) && format[i+1] == 'z' {
-			i++
-			b.WriteString(t.Format("-07:00"))
-			continue
-		}
-		if exp, ok := strftimeAbb[d]; ok {
-			s, err := strftime(t, exp)
-			if err != nil {
-				return "", err
-			}
-			b.WriteString(s)
-			continue
-		}
-		switch d {
-		case 'Y':
-			fmt.Fprintf(&b, "%04d", t.Year())
-		case 'y':
-			fmt.Fprintf(&b, "%02d", t.Year()%100)
-		case 'C':
-			fmt.Fprintf(&b, "%02d", t.Year()/100)
-		case 'm':
-			fmt.Fprintf(&b, "%02d", int(t.Month()))
-		case 'd':
-			fmt.Fprintf(&b, "%02d", t.Day())
-		case 'e':
-			fmt.Fprintf(&b, "%2d", t.Day())
-		case 'j':
-			fmt.Fprintf(&b, "%03d", t.YearDay())
-		case 'H':
-			fmt.Fprintf(&b, "%02d", t.Hour())
-		case 'k':
-			fmt.Fprintf(&b, "%2d", t.Hour())
-		case 'I':
-			fmt.Fprintf(&b, "%02d", hour12(t.Hour()))
-		case 'l':
-			fmt.Fprintf(&b, "%2d", hour12(t.Hour()))
-		case 'M':
-			fmt.Fprintf(&b, "%02d", t.Minute())
-		case 'S':
-			fmt.Fprintf(&b, "%02d", t.Second())
-		case 'f':
-			fmt.Fprintf(&b, "%06d", t.Nanosecond()/1000)
-		case 'p':
-			b.WriteString(t.Format("PM"))
-		case 'P':
-			b.WriteString(strings.ToLower(t.Format("PM")))
-		case 'a':
-			b.WriteString(t.Weekday().String()[:3])
-		case 'A':
-			b.WriteString(t.Weekday().String())
-		case 'b', 'h':
-			b.WriteString(t.Month().String()[:3])
-		case 'B':
-			b.WriteString(t.Month().String())
-		case 'u':
-			wd := int(t.Weekday())
-			if wd == 0 {
-				wd = 7
-			}
-			fmt.Fprintf(&b, "%d", wd)
-		case 'w':
-			fmt.Fprintf(&b, "%d", int(t.Weekday()))
-		case 'G':
-			y, _ := t.ISOWeek()
-			fmt.Fprintf(&b, "%04d", y)
-		case 'V':
-			_, w := t.ISOWeek()
-			fmt.Fprintf(&b, "%02d", w)
-		case 's':
-			fmt.Fprintf(&b, "%d", t.Unix())
-		case 'z':
-			b.WriteString(t.Format("-0700"))
-		case 'Z':
-			b.WriteString(t.Format("MST"))
-		case 'n':
-			b.WriteByte('\n')
-		case 't':
-			b.WriteByte('\t')
-		case '%':
-			b.WriteByte('%')
-		default:
-			return "", fmt.Errorf("unsupported strftime directive %%%c", d)
-		}
+	if err := checkDirectives(format, strftimeSpecs, "strftime"); err != nil {
+		return "", err
 	}
-	return b.String(), nil
+	return gostrftime.Format(format, t), nil
 }
 
-func hour12(h int) int {
-	if h%12 == 0 {
-		return 12
-	}
-	return h % 12
-}
-
-// strptime parses text with C strptime directives. Missing fields default
-// as in Python: 1900-01-01 00:00:00, in loc.
+// strptime parses text with C strptime directives (go-strftime). As in
+// Python, fields the format lacks default to 1900-01-01 00:00:00, and a
+// time without a zone directive is read in loc.
 func strptime(text, format string, loc *time.Location) (time.Time, error) {
-	// Expand composite directives first.
-	for k, v := range strftimeAbb {
-		format = strings.ReplaceAll(format, "%"+string(k), v)
+	if err := checkDirectives(format, strptimeSpecs, "strptime"); err != nil {
+		return time.Time{}, err
 	}
-	year, month, day, hour, minute, sec, nsec := 1900, 1, 1, 0, 0, 0, 0
-	pm, hasPM, hasUnix := false, false, false
-	var unix int64
-	zone := loc
-	s := text
-	mismatch := func() error {
-		return fmt.Errorf("%q does not match format %q", text, format)
+	value := strings.TrimSpace(text)
+	// Go reads AM/PM in one letter case only; people write either.
+	switch {
+	case hasDirective(format, "p"):
+		value = meridiem.ReplaceAllStringFunc(value, strings.ToUpper)
+	case hasDirective(format, "P"):
+		value = meridiem.ReplaceAllStringFunc(value, strings.ToLower)
 	}
-	num := func(maxDigits, lo, hi int) (int, error) {
-		i := 0
-		if i < len(s) && (s[i] == '+' || s[i] == '-') && maxDigits > 4 {
-			i++
-		}
-		for i < len(s) && i < maxDigits && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == 0 {
-			return 0, mismatch()
-		}
-		n, err := strconv.Atoi(s[:i])
-		if err != nil || n < lo || n > hi {
-			return 0, fmt.Errorf("%q: value %s is out of range in %q", text, s[:i], format)
-		}
-		s = s[i:]
-		return n, nil
+	// A fraction after the seconds is read by Go whatever its length when
+	// the layout does not name one; .%f in the layout would demand six
+	// digits.
+	layout := format
+	for _, f := range []string{".%f", ".%L", ".%N", ",%f", ",%L", ",%N"} {
+		layout = strings.ReplaceAll(layout, f, "")
 	}
-	name := func(names []string) (int, error) {
-		for i, n := range names {
-			for _, cand := range []string{n, n[:3]} {
-				if len(s) >= len(cand) && strings.EqualFold(s[:len(cand)], cand) {
-					s = s[len(cand):]
-					return i, nil
-				}
-			}
+	t, err := gostrftime.Parse(layout, value)
+	if err != nil {
+		var pe *time.ParseError
+		switch {
+		case errors.As(err, &pe) && strings.Contains(pe.Message, "extra text"):
+			return time.Time{}, fmt.Errorf("%q has extra text %q after format %q", text, strings.TrimPrefix(pe.Message, ": extra text: "), format)
+		case errors.As(err, &pe) && strings.Contains(pe.Message, "day out of range"):
+			return time.Time{}, fmt.Errorf("%q is not a valid date", text)
+		case errors.As(err, &pe) && strings.Contains(pe.Message, "out of range"):
+			return time.Time{}, fmt.Errorf("%q: value %s in %q", text, strings.TrimPrefix(pe.Message, ": "), format)
+		case errors.As(err, &pe):
+			return time.Time{}, fmt.Errorf("%q does not match format %q", text, format)
 		}
-		return 0, mismatch()
+		return time.Time{}, fmt.Errorf("format %q: %v", format, err)
 	}
-	var err error
-	for i := 0; i < len(format); i++ {
-		ch := format[i]
-		if ch == ' ' || ch == '\t' || ch == '\n' {
-			s = strings.TrimLeft(s, " \t\n")
-			continue
-		}
-		if ch != '%' {
-			if s == "" || s[0] != ch {
-				return time.Time{}, mismatch()
-			}
-			s = s[1:]
-			continue
-		}
-		i++
-		if i >= len(format) {
-			return time.Time{}, errors.New("format ends with a lone %")
-		}
-		switch format[i] {
-		case 'Y':
-			year, err = num(4, 0, 9999)
-		case 'y':
-			var y int
-			if y, err = num(2, 0, 99); err == nil {
-				year = 1900 + y
-				if y < 69 {
-					year = 2000 + y
-				}
-			}
-		case 'm':
-			month, err = num(2, 1, 12)
-		case 'd', 'e':
-			s = strings.TrimLeft(s, " ")
-			day, err = num(2, 1, 31)
-		case 'H', 'k':
-			s = strings.TrimLeft(s, " ")
-			hour, err = num(2, 0, 23)
-		case 'I', 'l':
-			s = strings.TrimLeft(s, " ")
-			hour, err = num(2, 1, 12)
-		case 'M':
-			minute, err = num(2, 0, 59)
-		case 'S':
-			sec, err = num(2, 0, 59)
-		case 'f':
-			j := 0
-			for j < len(s) && j < 9 && s[j] >= '0' && s[j] <= '9' {
-				j++
-			}
-			if j == 0 {
-				return time.Time{}, mismatch()
-			}
-			frac := s[:j] + strings.Repeat("0", 9-j)
-			nsec, _ = strconv.Atoi(frac)
-			s = s[j:]
-		case 'p', 'P':
-			hasPM = true
-			switch {
-			case len(s) >= 2 && strings.EqualFold(s[:2], "AM"):
-			case len(s) >= 2 && strings.EqualFold(s[:2], "PM"):
-				pm = true
-			default:
-				return time.Time{}, mismatch()
-			}
-			s = s[2:]
-		case 'b', 'B', 'h':
-			var m int
-			if m, err = name(longMonths); err == nil {
-				month = m + 1
-			}
-		case 'a', 'A':
-			_, err = name(longDays)
-		case 'z':
-			j := 0
-			if strings.HasPrefix(s, "Z") {
-				zone, s = time.UTC, s[1:]
-				break
-			}
-			for j < len(s) && (j == 0 && (s[j] == '+' || s[j] == '-') || j > 0 && (s[j] >= '0' && s[j] <= '9' || s[j] == ':')) {
-				j++
-			}
-			off, okOff := parseOffset(s[:j])
-			if !okOff {
-				return time.Time{}, mismatch()
-			}
-			zone, s = time.FixedZone(s[:j], off), s[j:]
-		case 'Z':
-			j := 0
-			for j < len(s) && (unicode.IsLetter(rune(s[j])) || s[j] == '/' || s[j] == '_') {
-				j++
-			}
-			if j == 0 {
-				return time.Time{}, mismatch()
-			}
-			if zone, err = loadZone(s[:j]); err == nil {
-				s = s[j:]
-			}
-		case 's':
-			j := 0
-			for j < len(s) && (s[j] >= '0' && s[j] <= '9' || j == 0 && s[j] == '-') {
-				j++
-			}
-			if unix, err = strconv.ParseInt(s[:j], 10, 64); err != nil {
-				return time.Time{}, mismatch()
-			}
-			hasUnix, s = true, s[j:]
-		case 'n', 't':
-			s = strings.TrimLeft(s, " \t\n")
-		case '%':
-			if s == "" || s[0] != '%' {
-				return time.Time{}, mismatch()
-			}
-			s = s[1:]
-		default:
-			return time.Time{}, fmt.Errorf("unsupported strptime directive %%%c", format[i])
-		}
-		if err != nil {
-			return time.Time{}, err
-		}
+	if !hasDirective(format, "YyFDxcv+") {
+		t = t.AddDate(1900, 0, 0)
 	}
-	if strings.TrimSpace(s) != "" {
-		return time.Time{}, fmt.Errorf("%q has extra text %q after format %q", text, s, format)
-	}
-	if hasUnix {
-		return time.Unix(unix, 0).In(zone), nil
-	}
-	if hasPM {
-		hour %= 12
-		if pm {
-			hour += 12
-		}
-	}
-	t := time.Date(year, time.Month(month), day, hour, minute, sec, nsec, zone)
-	if t.Day() != day || int(t.Month()) != month {
-		return time.Time{}, fmt.Errorf("%q is not a valid date", text)
+	if !hasDirective(format, "zZ+") {
+		t = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), loc)
 	}
 	return t, nil
+}
+
+// meridiem matches am and pm in any letter case.
+var meridiem = regexp.MustCompile(`(?i)\b[ap]m\b`)
+
+// hasDirective reports whether format uses one of the directives in specs.
+func hasDirective(format, specs string) bool {
+	for i := 0; i+1 < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		j := i + 1
+		for j < len(format) && strings.IndexByte("-:EO", format[j]) >= 0 {
+			j++
+		}
+		if j < len(format) && strings.IndexByte(specs, format[j]) >= 0 {
+			return true
+		}
+		i = j
+	}
+	return false
 }

@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/nexa-run/nexa/internal/runtime/proctree"
 	"github.com/nexa-run/nexa/internal/toolenv"
 )
@@ -44,6 +42,9 @@ type child struct {
 // stops). The command is executed directly, never through a shell, under
 // a proctree supervisor, so it and all it started die if nexa dies.
 func startChild(spec Spec, opts Options) (*child, error) {
+	if err := stdioSupported(); err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(spec.Command, spec.Args...)
 	if errors.Is(cmd.Err, exec.ErrDot) {
 		// "server" found as ./server through PATH is refused by os/exec;
@@ -110,17 +111,6 @@ func (c *child) wait() {
 	c.reaped = true
 	c.mu.Unlock()
 	close(c.exited)
-}
-
-// waitExitNoReap blocks until the process has exited, leaving it a zombie.
-func waitExitNoReap(pid int) {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			return
-		}
-	}
 }
 
 // signalGroup sends sig to the child's process group unless the leader has

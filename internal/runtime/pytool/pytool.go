@@ -19,8 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/proctree"
@@ -245,6 +243,9 @@ func (e *Executor) Execute(ctx context.Context, inv runtime.Invocation) (runtime
 		return runtime.Outcome{}, &StartError{Tool: "?", Reason: "invocation has no tool"}
 	}
 	name := inv.Tool.Name
+	if err := supported(); err != nil {
+		return runtime.Outcome{}, &StartError{Tool: name, Reason: err.Error()}
+	}
 	var box *sandbox.Bwrap
 	if inv.Tool.Sandbox {
 		b, err := e.sandboxBackend()
@@ -689,18 +690,6 @@ func parseRecords(data []byte) (started bool, final *record) {
 		}
 	}
 	return started, final
-}
-
-// waitExitNoReap blocks until process pid has exited, leaving it a zombie
-// for cmd.Wait to reap.
-func waitExitNoReap(pid int) {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			return
-		}
-	}
 }
 
 // drain waits (up to drainWait) for the goroutine reading r to reach EOF,

@@ -318,7 +318,7 @@ type zmsg struct {
 // startZygote starts a zygote in dir with env and waits for its ready
 // message.
 func startZygote(python, program, dir string, env []string, bound time.Duration) (*zygote, error) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	fds, err := controlSocketpair()
 	if err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}

@@ -85,6 +85,10 @@ type PruneReport struct {
 // one run. Stores wait for a locked database as long as the context of the
 // call allows (without a deadline: until it is free) and then fail with an
 // error wrapping ErrBusy.
+//
+// A store's errors name the operation and the run ("save run RUN: …",
+// "load run RUN: …"), so callers show them as they are and add no context
+// of their own: the context appears once.
 type Store interface {
 	// Create inserts a new run at revision 1 with all its rows. When
 	// st.Lease names an Owner and a TTL, the run is created held by that
