@@ -18,7 +18,10 @@
 # installed into a scratch folder (mktemp -d) from package.json, never into
 # the repository; if node is missing or the install fails, the script says so
 # and still measures nexa, with the reason written beside the figures.
-# BENCH_KEEP=1 keeps the scratch folder.
+# BENCH_KEEP=1 keeps the scratch folder; BENCH_JS_DIR=DIR reuses the peers
+# installed in DIR by an earlier run (its scratch folder's js/, kept with
+# BENCH_KEEP=1) instead of installing them again (building better-sqlite3
+# from source takes minutes when no prebuilt binary can be fetched).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -64,10 +67,19 @@ elif ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 elif [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
 	skip "node $(node --version) is older than 20."
 else
-	echo "== installing the peers into $scratch/js (pinned in bench/peers/package.json)" >&2
-	mkdir "$scratch/js"
-	cp "$here/package.json" "$here/langgraph.mjs" "$here/agents.mjs" "$scratch/js/"
-	if ! (cd "$scratch/js" && npm install --no-audit --no-fund --loglevel=error) >"$scratch/npm.log" 2>&1; then
+	if [ -n "${BENCH_JS_DIR:-}" ]; then
+		echo "== reusing the peers installed in $BENCH_JS_DIR" >&2
+		ln -s "$(cd "$BENCH_JS_DIR" && pwd)" "$scratch/js"
+		cmp -s "$here/package.json" "$scratch/js/package.json" || { echo "run.sh: $BENCH_JS_DIR/package.json differs from bench/peers/package.json" >&2; exit 2; }
+		cp "$here/langgraph.mjs" "$here/agents.mjs" "$scratch/js/"
+		install() { true; }
+	else
+		echo "== installing the peers into $scratch/js (pinned in bench/peers/package.json)" >&2
+		mkdir "$scratch/js"
+		cp "$here/package.json" "$here/langgraph.mjs" "$here/agents.mjs" "$scratch/js/"
+		install() { cd "$scratch/js" && npm install --no-audit --no-fund --loglevel=error; }
+	fi
+	if ! (install) >"$scratch/npm.log" 2>&1; then
 		tail -n 20 "$scratch/npm.log" >&2
 		skip "npm install failed ($(grep -m1 -i 'err' "$scratch/npm.log" || echo 'see its log'))."
 	elif ! (cd "$scratch/js" && node langgraph.mjs run 1 "$scratch/smoke-lg" && node agents.mjs run 1 "$scratch/smoke-ag") >"$scratch/smoke.log" 2>&1; then
