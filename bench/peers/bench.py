@@ -210,7 +210,7 @@ def tables(res):
     s = summarize(res)
     kinds = [k for k in KINDS if any(k == kk for kk, _ in s)]
     ns = sorted({n for _, n in s})
-    lines = ["| N | framework | wall per step (ms), median [min–max] | CPU per step (ms) | peak RSS | store on disk | peer ÷ nexa: time / memory / store |",
+    lines = ["| N | framework | wall per step (ms), median [min–max, runs] | CPU per step (ms) | peak RSS | store on disk | peer ÷ nexa: time / memory / store |",
              "| ---: | --- | --- | ---: | ---: | ---: | --- |"]
     for n in ns:
         base = s.get(("nexa", n))
@@ -223,7 +223,7 @@ def tables(res):
                 ratio = (f"{v['ms_per_step'] / base['ms_per_step']:.1f}× / {v['rss_kib'] / base['rss_kib']:.1f}× / "
                          f"{fmt_ratio(v['store_bytes'] / base['store_bytes'])}")
             lines.append(f"| {n} | {KINDS[k]} | {fmt_ms(v['ms_per_step'])} [{fmt_ms(v['min_ms_per_step'])}–"
-                         f"{fmt_ms(v['max_ms_per_step'])}] | {fmt_ms(1000 * v['cpu_s'] / n)} | "
+                         f"{fmt_ms(v['max_ms_per_step'])}, {v['reps']}×] | {fmt_ms(1000 * v['cpu_s'] / n)} | "
                          f"{v['rss_kib'] / 1024:.0f} MiB | {fmt_bytes(v['store_bytes'])} | {ratio} |")
     rl = ["| framework | resume of a run paused after N steps: whole process | of which loading the state | peak RSS | store before resuming |",
           "| --- | ---: | ---: | ---: | ---: |"]
@@ -305,7 +305,11 @@ def section(res):
     t, rt, mt = tables(res)
     fl = res["floor"]
     m = res["machine"]
-    notes = "".join(f"\n- {x}" for x in res["notes"]) if res["notes"] else ""
+    nl = list(res["notes"])
+    if res.get("partial"):
+        nl.append("This run was cut short: some rows have fewer repetitions than the others "
+                  "(the count is beside each median).")
+    notes = "".join(f"\n- {x}" for x in nl)
     reps = res["reps"]
     return f"""{SECTION}
 
@@ -368,6 +372,10 @@ scratch folder, never into the repository):
 bench/peers/run.sh                 # N = 10 100 500 2000, 3 repetitions, rewrites this section
 bench/peers/run.sh -r 1 10 100     # a quick look
 bench/peers/run.sh --no-docs       # results only in bench/peers/results/
+bench/peers/run.sh --help
+# tables, plot and this section again from the raw figures of this run:
+python3 bench/peers/bench.py --from-json bench/peers/results/results.json \
+    --out bench/peers/results --docs docs/benchmarks.md
 ```
 """
 
@@ -387,9 +395,9 @@ def write_docs(path, text):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--nexa", required=True)
+    p.add_argument("--nexa")
     p.add_argument("--js", default="")
-    p.add_argument("--work", required=True)
+    p.add_argument("--work")
     p.add_argument("--out", required=True)
     p.add_argument("--docs", default="")
     p.add_argument("--reps", type=int, default=3)
@@ -397,8 +405,19 @@ def main():
     p.add_argument("--agents-each-max", type=int, default=100)
     p.add_argument("--note", action="append", default=[])
     p.add_argument("--versions", default="")
-    p.add_argument("ns", type=int, nargs="+")
+    p.add_argument("--from-json", default="", help="only write the reports from an earlier results.json")
+    p.add_argument("ns", type=int, nargs="*")
     a = p.parse_args()
+    if a.from_json:
+        with open(a.from_json) as f:
+            res = json.load(f)
+        os.makedirs(a.out, exist_ok=True)
+        if os.path.abspath(a.from_json) != os.path.abspath(os.path.join(a.out, "results.json")):
+            save_json(a, res)
+        report(a, res)
+        return
+    if not a.ns or not a.nexa or not a.work:
+        p.error("give --nexa, --work and at least one N (or --from-json)")
     os.makedirs(a.work, exist_ok=True)
     os.makedirs(a.out, exist_ok=True)
     kinds = ["nexa"] + (["langgraph", "agents", "agents-pause"] if a.js else [])
@@ -410,6 +429,7 @@ def main():
     res["floor"] = floor(a.work)
     print(f"floor {res['floor']}", file=sys.stderr)
     res["runs"], res["resumes"] = [], []
+    res["partial"] = True
     for rep in range(a.reps):
         for n in a.ns:
             for k in kinds:
@@ -418,21 +438,35 @@ def main():
                 r = run_one(a, k, n)
                 r["rep"] = rep
                 res["runs"].append(r)
+                save_json(a, res)
                 print(f"rep {rep + 1} N={n} {k}: {r['ms_per_step']:.2f} ms/step, {r['rss_kib'] // 1024} MiB, "
                       f"{fmt_bytes(r['store_bytes'])}, load {r['load1']}", file=sys.stderr)
-    if a.resume_n > 0:
-        for k in kinds:
-            if k == "agents":
-                continue  # same resume as agents-pause: the state at the pause
-            for _ in range(a.reps if k == "nexa" else 1):
-                r = resume_one(a, k, a.resume_n)
-                res["resumes"].append(r)
-                print(f"resume {k} N={a.resume_n}: {r['wall_s']:.3f} s, load {r['load_ms']} ms", file=sys.stderr)
-    loads = [r["load1"] for r in res["runs"]]
+        if rep == 0 and a.resume_n > 0:
+            # right after the first repetition, so that a run cut short still has them
+            for k in kinds:
+                if k == "agents":
+                    continue  # the same resume as agents-pause: the state at the pause
+                for _ in range(a.reps if k == "nexa" else 1):
+                    r = resume_one(a, k, a.resume_n)
+                    res["resumes"].append(r)
+                    save_json(a, res)
+                    print(f"resume {k} N={a.resume_n}: {r['wall_s']:.3f} s, load {r['load_ms']} ms", file=sys.stderr)
+    res["partial"] = False
     res["machine"]["load_end"] = loadavg()
-    res["machine"]["load_min"], res["machine"]["load_max"] = min(loads), max(loads)
+    save_json(a, res)
+    report(a, res)
+
+
+def save_json(a, res):
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(res, f, indent=1)
+
+
+def report(a, res):
+    """Writes results.md, peers.svg and (with --docs) the docs section."""
+    loads = [r["load1"] for r in res["runs"]]
+    res["machine"]["load_min"], res["machine"]["load_max"] = min(loads), max(loads)
+    res["machine"].setdefault("load_end", [res["runs"][-1]["load1"]])
     text = section(res)
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write(text)
