@@ -354,8 +354,9 @@ def section(res):
     m = res["machine"]
     nl = list(res["notes"])
     if res.get("partial"):
-        nl.append("This run was cut short: some rows have fewer repetitions than the others "
-                  "(the count is beside each median).")
+        nl.append("This run was cut short (stopped before its end to meet a deadline): some rows have "
+                  "fewer repetitions than planned (the count is beside each median) and a framework "
+                  "missing from the resume table was not measured.")
     notes = "".join(f"\n- {x}" for x in nl)
     reps = res["reps"]
     return f"""{SECTION}
