@@ -13,13 +13,19 @@ store="$scratch/store/runs.sqlite3"
 NEXA_BENCH_LIST_STORE="$store" go test -run '^$' -bench 'List|Show' -benchtime 20x -benchmem ./internal/store
 NEXA_BENCH_LIST_STORE="$store" go test -run '^$' -bench 'RunsList' -benchtime 20x -benchmem ./internal/cli
 echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-# Median wall time (ms) and peak RSS (MiB) of reps runs of one command.
+# Median wall time, median CPU time (user + system) and median peak RSS of
+# reps runs of one command; on a shared machine the CPU time is the steadier
+# figure.
 measure() {
   local label=$1; shift
+  : >"$scratch/all"
   for _ in $(seq "$reps"); do
-    /usr/bin/time -f '%e %M' -o "$scratch/t" "$scratch/nexa" "$@" >/dev/null
-    cat "$scratch/t"
-  done | sort -n | awk -v l="$label" '{t[NR]=$1; m[NR]=$2} END {printf "%-34s median %4.0f ms  peak %5.1f MiB\n", l, t[int((NR+1)/2)]*1000, m[int((NR+1)/2)]/1024}'
+    /usr/bin/time -f '%e %M %U %S' -o "$scratch/t" "$scratch/nexa" "$@" >/dev/null
+    cat "$scratch/t" >>"$scratch/all"
+  done
+  med() { awk "{print $1}" "$scratch/all" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+  printf "%-36s wall %5.0f ms  cpu %5.0f ms  peak %5.1f MiB\n" "$label" \
+    "$(med '$1*1000')" "$(med '($3+$4)*1000')" "$(med '$2/1024')"
 }
 measure "nexa version (start-up alone)" version
 measure "runs list" runs list --store "$store"
