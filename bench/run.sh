@@ -10,6 +10,8 @@ echo "== compiler"
 run -bench 'Compile3000Tools' ./internal/compile
 echo "== store: save cost by run length, load"
 run -bench 'SaveStep|Load' -benchtime 200x ./internal/store
+echo "== runs list and show: 50,000 runs, a 2,000-step run (bench/runs-list.sh adds the binary)"
+run -bench 'List|Show' -benchtime 20x ./internal/store
 echo "== runtime: cost per tool round with the SQLite store"
 run -bench 'RunStep' -benchtime 5x ./internal/runtime
 echo "== python tools: one call, and the interpreter alone"

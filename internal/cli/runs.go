@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -85,17 +86,30 @@ func parseStrictBool(flag, v string) (bool, error) {
 	return false, usageErrorf("--%s takes exactly true or false, not %q", flag, v)
 }
 
+// defaultListLimit is how many runs `nexa runs list` shows unless told:
+// enough for a screen of recent work, few enough that a large store lists
+// in milliseconds. --limit 0 lists everything.
+const defaultListLimit = 50
+
 func newRunsListCmd(e *env, open storeOpener) *cobra.Command {
-	var status, agent, olderThan string
+	var status, agent, olderThan, after string
+	var limit int
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List runs, newest first",
-		Args:  cobra.NoArgs,
+		Short: "List runs, newest first, a page at a time",
+		Long: `List runs, newest first (by creation time). At most --limit runs are shown
+(default 50; 0 shows all); when more match, the last line (or "next" in the
+JSON) gives the --after cursor of the next page. A cursor stays valid while
+runs are created, saved or deleted: runs created later sort before it.`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			st, err := parseStatus(status)
 			if err != nil {
 				return err
+			}
+			if limit < 0 {
+				return usageErrorf("--limit takes a number of runs, 0 for all, not %d", limit)
 			}
 			var age time.Duration
 			if olderThan != "" {
@@ -108,89 +122,144 @@ func newRunsListCmd(e *env, open storeOpener) *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			runs, err := s.List(context.Background(), state.Filter{Status: st, Agent: agent, OlderThan: age})
+			page, err := runtime.ListRuns(context.Background(), s, state.Filter{Status: st, Agent: agent, OlderThan: age, Limit: limit}, after)
+			if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeUsage {
+				return usageErrorf("--after: %s", re.Message)
+			}
 			if err != nil {
 				return &exitError{code: ExitFailed, msg: err.Error()} // the store says "list runs: …"
 			}
+			// One buffer for the whole listing: the table writer writes
+			// cell by cell, the terminal gets a few large writes.
+			w := bufio.NewWriterSize(e.stdout, 64<<10)
+			defer w.Flush()
 			if asJSON {
-				if runs == nil {
-					runs = []state.Summary{}
+				v := struct {
+					Runs []state.Summary `json:"runs"`
+					Next *string         `json:"next"`
+				}{Runs: page.Runs}
+				if page.Next != "" {
+					v.Next = &page.Next
 				}
-				writeJSON(e.stdout, map[string]any{"runs": runs})
+				writeJSON(w, v)
 				return nil
 			}
-			if len(runs) == 0 {
-				fmt.Fprintln(e.stdout, "no runs")
+			if len(page.Runs) == 0 {
+				fmt.Fprintln(w, "no runs")
 				return nil
 			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tSTATUS\tAGENT\tFILE\tUPDATED\tREV")
-			for _, r := range runs {
+			for _, r := range page.Runs {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Status, r.Agent, r.File, r.UpdatedAt.Local().Format("2006-01-02 15:04:05"), r.Revision)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if page.Next != "" {
+				fmt.Fprintf(w, "more runs: nexa runs list%s --after %s\n", listFlags(c), page.Next)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this status")
 	cmd.Flags().StringVar(&agent, "agent", "", "only runs of this agent")
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "only runs not updated for this long (e.g. 72h, 30d); what prune would delete")
+	cmd.Flags().IntVar(&limit, "limit", defaultListLimit, "show at most `N` runs (0: all)")
+	cmd.Flags().StringVar(&after, "after", "", "continue a listing after this `CURSOR` (printed at the end of the previous page)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
-// showRun loads one run for display, turning "not found" into a usage
-// error.
-func showRun(s storeHandle, id string) (*state.RunState, error) {
-	st, err := runtime.Show(context.Background(), s, id)
-	if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeRunNotFound {
-		return nil, usageErrorf("no run %s in the store %s", id, s.Path())
+// listFlags repeats the flags of this listing, but --after, for the
+// command that shows the next page.
+func listFlags(c *cobra.Command) string {
+	var b strings.Builder
+	for _, name := range []string{"store", "status", "agent", "older-than", "limit"} {
+		if f := c.Flags().Lookup(name); f != nil && f.Changed {
+			b.WriteString(" --" + name + " " + shellQuote(f.Value.String()))
+		}
 	}
-	if err != nil {
-		return nil, &exitError{code: ExitFailed, msg: err.Error()}
-	}
-	return st, nil
+	return b.String()
 }
 
 func newRunsShowCmd(e *env, open storeOpener, hints hintFlagger) *cobra.Command {
 	var asJSON bool
+	var tail int
 	cmd := &cobra.Command{
 		Use:   "show RUN_ID",
 		Short: "Show one run: status, journal, pending and unknown calls, usage, conversation",
-		Args:  cobra.ExactArgs(1),
+		Long: `Show one run. --tail N shows only the last N messages, provider replies and
+journal entries (the store reads only those), and says how many it left out;
+pending calls and calls whose outcome is unknown are always shown in full.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if tail < 0 {
+				return usageErrorf("--tail takes a number of entries, 0 for all, not %d", tail)
+			}
 			s, err := open()
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			st, err := showRun(s, args[0])
+			st, om, err := showRunTail(s, args[0], tail)
 			if err != nil {
 				return err
 			}
+			w := bufio.NewWriterSize(e.stdout, 64<<10)
+			defer w.Flush()
 			if asJSON {
-				writeJSON(e.stdout, showView(st, hints(st)))
+				writeJSON(w, showView(st, hints(st), tailInfo(tail, om)))
 				return nil
 			}
-			printRun(e, st, hints(st))
+			printRun(&env{stdout: w, stderr: e.stderr, getenv: e.getenv}, st, hints(st), om)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole run state as JSON")
+	cmd.Flags().IntVar(&tail, "tail", 0, "show only the last `N` messages, provider replies and journal entries (0: all); pending and unknown calls always")
 	return cmd
 }
 
-// showView is the RunState with the derived lists an operator needs.
-func showView(st *state.RunState, flags string) any {
+// showRunTail is showRun with only the tail of the run's rows (n > 0).
+func showRunTail(s storeHandle, id string, n int) (*state.RunState, state.Omitted, error) {
+	st, om, err := runtime.ShowTail(context.Background(), s, id, n)
+	if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeRunNotFound {
+		return nil, om, usageErrorf("no run %s in the store %s", id, s.Path())
+	}
+	if err != nil {
+		return nil, om, &exitError{code: ExitFailed, msg: err.Error()}
+	}
+	return st, om, nil
+}
+
+// tailView is the "tail" object of runs show --json --tail N.
+type tailView struct {
+	N       int           `json:"n"`
+	Omitted state.Omitted `json:"omitted"`
+}
+
+func tailInfo(n int, om state.Omitted) *tailView {
+	if n <= 0 {
+		return nil
+	}
+	return &tailView{N: n, Omitted: om}
+}
+
+// showView is the RunState with the derived lists an operator needs, and
+// with --tail what was left out.
+func showView(st *state.RunState, flags string, tail *tailView) any {
 	res := resultOf(st, nil, "", flags)
 	return struct {
 		*state.RunState
 		PendingCalls []pendingCall     `json:"pending_calls"`
 		UnknownCalls []unknownCall     `json:"unknown_calls"`
 		Resume       map[string]string `json:"resume,omitempty"`
-	}{st, res.PendingCalls, res.UnknownCalls, res.Resume}
+		Tail         *tailView         `json:"tail,omitempty"`
+	}{st, res.PendingCalls, res.UnknownCalls, res.Resume, tail}
 }
 
-func printRun(e *env, st *state.RunState, flags string) {
+func printRun(e *env, st *state.RunState, flags string, om state.Omitted) {
 	w := e.stdout
 	fmt.Fprintf(w, "run       %s\nstatus    %s\nagent     %s (%s)\nrevision  %d\nsource    %s\nprovider  %s %s %s\ncreated   %s\nupdated   %s\n",
 		st.ID, st.Status, st.Config.Agent, st.Config.SourceFile, st.Revision, st.Config.SourceHash,
@@ -210,6 +279,9 @@ func printRun(e *env, st *state.RunState, flags string) {
 	fmt.Fprintf(w, "\ntask: %s\n", st.Task)
 	if len(st.Journal) > 0 {
 		fmt.Fprintln(w, "\njournal:")
+		if om.Journal > 0 {
+			fmt.Fprintf(w, "  (%d earlier completed entries not shown)\n", om.Journal)
+		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  CALL\tTOOL\tSTAGE\tDECISION\tOUTCOME\tARGUMENTS")
 		for _, j := range st.Journal {
@@ -238,6 +310,9 @@ func printRun(e *env, st *state.RunState, flags string) {
 	}
 	if len(st.Messages) > 0 {
 		fmt.Fprintln(w, "\nconversation:")
+		if om.Messages > 0 {
+			fmt.Fprintf(w, "  (%d earlier messages not shown)\n", om.Messages)
+		}
 		for _, m := range st.Messages {
 			who := m.Role
 			if m.Role == state.RoleTool {

@@ -265,6 +265,97 @@ func Show(ctx context.Context, s state.Store, runID string) (*state.RunState, er
 	return st, nil
 }
 
+// ShowTail loads a run to display it with only its last n messages,
+// provider items and journal entries, plus every journal entry that is not
+// completed (pending and unknown calls are always whole), and reports how
+// many rows it left out. A store that cannot read a tail (no
+// state.TailLoader) is loaded whole and cut here. n <= 0 is Show.
+func ShowTail(ctx context.Context, s state.Store, runID string, n int) (*state.RunState, state.Omitted, error) {
+	var (
+		st  *state.RunState
+		om  state.Omitted
+		err error
+	)
+	if tl, ok := s.(state.TailLoader); ok && n > 0 {
+		st, om, err = tl.LoadTail(ctx, runID, n)
+	} else {
+		st, err = s.Load(ctx, runID)
+		if err == nil && n > 0 {
+			om = cutTail(st, n)
+		}
+	}
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, om, &Error{Code: CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store", runID), Err: err}
+	}
+	if err != nil {
+		return nil, om, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
+	}
+	return st, om, nil
+}
+
+// cutTail keeps what state.TailLoader would have loaded of a whole run.
+func cutTail(st *state.RunState, n int) state.Omitted {
+	om := state.Omitted{}
+	if k := len(st.Messages) - n; k > 0 {
+		st.Messages, om.Messages = st.Messages[k:], k
+	}
+	if k := len(st.ProviderItems) - n; k > 0 {
+		st.ProviderItems, om.ProviderItems = st.ProviderItems[k:], k
+	}
+	if k := len(st.Journal) - n; k > 0 {
+		kept := make([]state.JournalEntry, 0, n)
+		for i, e := range st.Journal {
+			if i >= k || e.Stage != state.StageCompleted {
+				kept = append(kept, e)
+			}
+		}
+		om.Journal = len(st.Journal) - len(kept)
+		st.Journal = kept
+	}
+	return om
+}
+
+// ListPage is one page of a run listing: the runs, and when more match,
+// the cursor that continues after the last of them.
+type ListPage struct {
+	Runs []state.Summary
+	// Next is the token to pass as the next page's cursor; empty on the
+	// last page.
+	Next string
+}
+
+// ListRuns returns the runs f matches, newest first: at most f.Limit (0:
+// all), starting after the cursor token after (empty: from the newest).
+// It asks the store for one run more than the limit to know whether
+// another page exists. A token ListRuns did not make is a usage refusal.
+func ListRuns(ctx context.Context, s state.Store, f state.Filter, after string) (ListPage, error) {
+	var page ListPage
+	if after != "" {
+		c, err := state.ParseCursor(after)
+		if err != nil {
+			return page, &Error{Code: CodeUsage, Refusal: true, Message: err.Error() + " (pass the cursor exactly as it was printed)", Err: err}
+		}
+		f.After = &c
+	}
+	limit := f.Limit
+	if limit > 0 {
+		f.Limit = limit + 1
+	}
+	runs, err := s.List(ctx, f)
+	if err != nil {
+		return page, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
+	}
+	if limit > 0 && len(runs) > limit {
+		runs = runs[:limit]
+		page.Next = state.CursorOf(runs[limit-1]).String()
+	}
+	if runs == nil {
+		runs = []state.Summary{}
+	}
+	page.Runs = runs
+	return page, nil
+}
+
 // Prune deletes the runs f matches that no executor holds, with their
 // files; held runs are reported and kept whole.
 func Prune(ctx context.Context, s state.Store, f state.Filter) (state.PruneReport, error) {

@@ -179,7 +179,59 @@ func (s *SQLite) Load(ctx context.Context, id string) (*state.RunState, error) {
 	return st, nil
 }
 
+// LoadTail reads run id as Load does, with only the last n messages,
+// provider items and journal entries and every journal entry that is not
+// completed (state.TailLoader), in one read transaction; n <= 0 is Load.
+func (s *SQLite) LoadTail(ctx context.Context, id string, n int) (*state.RunState, state.Omitted, error) {
+	var om state.Omitted
+	if n <= 0 {
+		st, err := s.Load(ctx, id)
+		return st, om, err
+	}
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, om, fmt.Errorf("load run %s: %w", id, dbErr(ctx, err))
+	}
+	defer tx.Rollback()
+	st, err := loadRunTail(ctx, tx, id, n)
+	if err != nil {
+		return nil, om, fmt.Errorf("load run %s: %w", id, err)
+	}
+	var msgs, items, journal int
+	if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM messages WHERE run_id = ?),
+		(SELECT count(*) FROM provider_items WHERE run_id = ?), (SELECT count(*) FROM journal WHERE run_id = ?)`, id, id, id).
+		Scan(&msgs, &items, &journal); err != nil {
+		return nil, om, fmt.Errorf("load run %s: %w", id, dbErr(ctx, err))
+	}
+	om = state.Omitted{Messages: msgs - len(st.Messages), ProviderItems: items - len(st.ProviderItems), Journal: journal - len(st.Journal)}
+	cur, err := readLease(ctx, tx, id, nil)
+	if err != nil {
+		return nil, om, fmt.Errorf("load run %s: %w", id, err)
+	}
+	if s.holds(id, cur) {
+		st.Holder = &cur
+	}
+	return st, om, nil
+}
+
 func loadRun(ctx context.Context, q querier, id string) (*state.RunState, error) {
+	return loadRunTail(ctx, q, id, 0)
+}
+
+// The child-row queries of a whole run and of its tail (?2: how many rows).
+// The tail of the journal keeps every entry not completed, found by its
+// stage in the body.
+const (
+	messagesAll  = `SELECT seq, body FROM messages WHERE run_id = ?1 ORDER BY seq`
+	messagesTail = `SELECT seq, body FROM (SELECT seq, body FROM messages WHERE run_id = ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq`
+	itemsAll     = `SELECT seq, body FROM provider_items WHERE run_id = ?1 ORDER BY seq`
+	itemsTail    = `SELECT seq, body FROM (SELECT seq, body FROM provider_items WHERE run_id = ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq`
+	journalAll   = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 ORDER BY seq, call_id`
+	journalTail  = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 AND (call_id IN (SELECT call_id FROM journal WHERE run_id = ?1 ORDER BY seq DESC, call_id DESC LIMIT ?2) OR json_extract(body, '$.stage') <> 'completed') ORDER BY seq, call_id`
+)
+
+// loadRunTail reads a run, with only the tail of its rows when tail > 0.
+func loadRunTail(ctx context.Context, q querier, id string, tail int) (*state.RunState, error) {
 	st := &state.RunState{
 		ID:            id,
 		Messages:      []state.Message{},
@@ -219,7 +271,15 @@ func loadRun(ctx context.Context, q querier, id string) (*state.RunState, error)
 		}
 	}
 
-	err = eachRow(ctx, q, `SELECT seq, body FROM messages WHERE run_id = ? ORDER BY seq`, id,
+	mq, iq, jq := messagesAll, itemsAll, journalAll
+	if tail > 0 {
+		mq, iq, jq = messagesTail, itemsTail, journalTail
+	}
+	args := []any{id}
+	if tail > 0 {
+		args = append(args, tail)
+	}
+	err = eachRow(ctx, q, mq, args,
 		func(seq int, _ string, body []byte) error {
 			var m state.Message
 			if err := json.Unmarshal(body, &m); err != nil {
@@ -232,7 +292,7 @@ func loadRun(ctx context.Context, q querier, id string) (*state.RunState, error)
 	if err != nil {
 		return nil, err
 	}
-	err = eachRow(ctx, q, `SELECT seq, body FROM provider_items WHERE run_id = ? ORDER BY seq`, id,
+	err = eachRow(ctx, q, iq, args,
 		func(seq int, _ string, body []byte) error {
 			var it state.ProviderItem
 			if err := json.Unmarshal(body, &it); err != nil {
@@ -246,7 +306,7 @@ func loadRun(ctx context.Context, q querier, id string) (*state.RunState, error)
 	if err != nil {
 		return nil, err
 	}
-	err = eachRow(ctx, q, `SELECT seq, call_id, body FROM journal WHERE run_id = ? ORDER BY seq, call_id`, id,
+	err = eachRow(ctx, q, jq, args,
 		func(seq int, callID string, body []byte) error {
 			var e state.JournalEntry
 			if err := json.Unmarshal(body, &e); err != nil {
@@ -273,8 +333,8 @@ func nullRaw(r json.RawMessage) json.RawMessage {
 }
 
 // eachRow runs a child-table query whose columns are seq, [call_id,] body.
-func eachRow(ctx context.Context, q querier, query, id string, fn func(seq int, callID string, body []byte) error) error {
-	rows, err := q.QueryContext(ctx, query, id)
+func eachRow(ctx context.Context, q querier, query string, args []any, fn func(seq int, callID string, body []byte) error) error {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return dbErr(ctx, err)
 	}
@@ -571,6 +631,12 @@ func where(f state.Filter, now time.Time) (string, []any) {
 		conds = append(conds, "updated_at < ?")
 		args = append(args, now.Add(-f.OlderThan).UnixNano())
 	}
+	if f.After != nil {
+		// A row value: the indexes on (…, created_at, id) serve it as a
+		// range, so a page costs its rows whatever its position.
+		conds = append(conds, "(created_at, id) < (?, ?)")
+		args = append(args, f.After.CreatedAt.UnixNano(), f.After.ID)
+	}
 	if len(conds) == 0 {
 		return "", nil
 	}
@@ -586,7 +652,8 @@ func limit(f state.Filter) int {
 }
 
 // List returns the runs matching f, newest first (created_at, then id,
-// descending); a zero Filter lists every run.
+// descending), at most f.Limit of them and only those after f.After; a
+// zero Filter lists every run.
 func (s *SQLite) List(ctx context.Context, f state.Filter) ([]state.Summary, error) {
 	w, args := where(f, s.now())
 	rows, err := s.db.QueryContext(ctx, `SELECT id, status, agent, file, created_at, updated_at, revision

@@ -20,7 +20,13 @@
 package state
 
 import (
+	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -301,4 +307,60 @@ type Filter struct {
 	Agent     string
 	OlderThan time.Duration // updated_at before now-OlderThan
 	Limit     int
+	// After, when set, keeps only the runs that come after it in the
+	// newest-first order: created before it, or at the same instant with a
+	// smaller id. A listing pages by passing the last run it showed, so a
+	// run created meanwhile (it sorts first) never shifts a later page.
+	After *Cursor
+}
+
+// Cursor is a position in the newest-first order of List: the created_at
+// and id of a run. created_at never changes, so a cursor stays valid while
+// runs are saved, created or deleted.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// CursorOf is the position of a listed run.
+func CursorOf(s Summary) Cursor { return Cursor{CreatedAt: s.CreatedAt, ID: s.ID} }
+
+// String encodes the cursor as an opaque token for a command line or a
+// URL: base64url of "NANOS/ID". Callers must not build or read it.
+func (c Cursor) String() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.CreatedAt.UnixNano(), 10) + "/" + c.ID))
+}
+
+// ErrBadCursor is wrapped by ParseCursor for a token String did not make.
+var ErrBadCursor = errors.New("not a cursor printed by nexa runs list")
+
+// ParseCursor reads a token made by Cursor.String.
+func ParseCursor(tok string) (Cursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		return Cursor{}, fmt.Errorf("cursor %q: %w", tok, ErrBadCursor)
+	}
+	nanos, id, ok := strings.Cut(string(b), "/")
+	n, err := strconv.ParseInt(nanos, 10, 64)
+	if !ok || err != nil || id == "" {
+		return Cursor{}, fmt.Errorf("cursor %q: %w", tok, ErrBadCursor)
+	}
+	return Cursor{CreatedAt: time.Unix(0, n).UTC(), ID: id}, nil
+}
+
+// Omitted counts the rows of a run a tail load left out.
+type Omitted struct {
+	Messages      int `json:"messages"`
+	ProviderItems int `json:"provider_items"`
+	Journal       int `json:"journal"`
+}
+
+// TailLoader is a Store that can read a run's header with only the end of
+// its rows, so showing a long run costs what is shown, not the run's size.
+// LoadTail returns the last n messages, provider items and journal entries
+// (by seq) plus every journal entry that is not completed (pending and
+// unknown calls are always whole), in the order Load gives them, and how
+// many rows of each it left out; n <= 0 loads everything, as Load.
+type TailLoader interface {
+	LoadTail(ctx context.Context, id string, n int) (*RunState, Omitted, error)
 }

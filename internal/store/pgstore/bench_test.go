@@ -89,3 +89,45 @@ func BenchmarkLoad(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkList lists 50,000 runs as the SQLite store's benchmark of the
+// same name does (same shapes: 20 agents, one run in 100 waiting): a page
+// of 51 from the newest, by cursor from the middle, by status, by agent.
+func BenchmarkList(b *testing.B) {
+	s := open(b, pgtest.FreshURL(b))
+	if _, err := s.pool.Exec(ctx, `INSERT INTO nexa_runs (id, revision, status, agent, file, created_at, updated_at, config, task, usage)
+		SELECT 'run_' || lpad(i::text, 26, '0'), 12,
+			CASE WHEN i % 100 = 7 THEN 'waiting_approval' ELSE 'completed' END,
+			'Agent' || lpad((i % 20)::text, 2, '0'), 'agents/Agent' || lpad((i % 20)::text, 2, '0') || '.nx',
+			1735689600000000000 + (i - (i % 10) / 9) * 1500000000::bigint,
+			1735689600000000000 + (i - (i % 10) / 9) * 1500000000::bigint + 40000000000,
+			'{"source_file":"agents/demo.nx","agent":"demo","provider":{"kind":"openai","model":"gpt-4o-mini"},"budgets":{},"work_dir":"/srv"}',
+			'summarize the open tickets of the week and draft replies',
+			'{"input_tokens":1200,"output_tokens":300,"total_tokens":1500,"provider_requests":4,"tool_calls":3}'
+		FROM generate_series(0, 49999) AS i`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `ANALYZE nexa_runs`); err != nil {
+		b.Fatal(err)
+	}
+	mid := &state.Cursor{CreatedAt: time.Unix(0, 1735689600000000000+25000*1500000000).UTC(), ID: "run_~"}
+	for _, c := range []struct {
+		name string
+		f    state.Filter
+	}{
+		{"first_page", state.Filter{Limit: 51}},
+		{"page_by_cursor", state.Filter{Limit: 51, After: mid}},
+		{"status_waiting", state.Filter{Limit: 51, Status: state.StatusWaitingApproval}},
+		{"agent", state.Filter{Limit: 51, Agent: "Agent07"}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				runs, err := s.List(ctx, c.f)
+				if err != nil || len(runs) != 51 {
+					b.Fatalf("List(%+v): %d runs, %v", c.f, len(runs), err)
+				}
+			}
+		})
+	}
+}

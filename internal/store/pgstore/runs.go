@@ -162,8 +162,55 @@ func (s *Store) Load(ctx context.Context, id string) (*state.RunState, error) {
 	return st, nil
 }
 
+// LoadTail reads run id as Load does, with only the last n messages,
+// provider items and journal entries and every journal entry that is not
+// completed (state.TailLoader), in one read transaction; n <= 0 is Load.
+func (s *Store) LoadTail(ctx context.Context, id string, n int) (*state.RunState, state.Omitted, error) {
+	var om state.Omitted
+	if n <= 0 {
+		st, err := s.Load(ctx, id)
+		return st, om, err
+	}
+	var st *state.RunState
+	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if st, err = loadRunTail(ctx, tx, id, false, n); err != nil {
+			return err
+		}
+		var msgs, items, journal int
+		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM nexa_messages WHERE run_id = $1),
+			(SELECT count(*) FROM nexa_provider_items WHERE run_id = $1), (SELECT count(*) FROM nexa_journal WHERE run_id = $1)`, id).
+			Scan(&msgs, &items, &journal); err != nil {
+			return err
+		}
+		om = state.Omitted{Messages: msgs - len(st.Messages), ProviderItems: items - len(st.ProviderItems), Journal: journal - len(st.Journal)}
+		return nil
+	})
+	if err != nil {
+		return nil, om, s.wrap(fmt.Errorf("load run %s: %w", id, err))
+	}
+	return st, om, nil
+}
+
+// The child-row queries of a whole run and of its tail ($2: how many
+// rows). The tail of the journal keeps every entry not completed, found by
+// its stage in the body.
+const (
+	messagesAll  = `SELECT seq, body FROM nexa_messages WHERE run_id = $1 ORDER BY seq`
+	messagesTail = `SELECT seq, body FROM (SELECT seq, body FROM nexa_messages WHERE run_id = $1 ORDER BY seq DESC LIMIT $2) t ORDER BY seq`
+	itemsAll     = `SELECT seq, body FROM nexa_provider_items WHERE run_id = $1 ORDER BY seq`
+	itemsTail    = `SELECT seq, body FROM (SELECT seq, body FROM nexa_provider_items WHERE run_id = $1 ORDER BY seq DESC LIMIT $2) t ORDER BY seq`
+	journalAll   = `SELECT seq, call_id, body FROM nexa_journal WHERE run_id = $1 ORDER BY seq, call_id`
+	journalTail  = `SELECT seq, call_id, body FROM nexa_journal WHERE run_id = $1 AND (call_id IN (SELECT call_id FROM nexa_journal WHERE run_id = $1 ORDER BY seq DESC, call_id DESC LIMIT $2) OR body::json->>'stage' <> 'completed') ORDER BY seq, call_id`
+)
+
 // loadRun reads a run (locking its header row when forUpdate).
 func loadRun(ctx context.Context, tx pgx.Tx, id string, forUpdate bool) (*state.RunState, error) {
+	return loadRunTail(ctx, tx, id, forUpdate, 0)
+}
+
+// loadRunTail reads a run, with only the tail of its rows when tail > 0.
+func loadRunTail(ctx context.Context, tx pgx.Tx, id string, forUpdate bool, tail int) (*state.RunState, error) {
 	st := &state.RunState{ID: id, Messages: []state.Message{}, ProviderItems: []state.ProviderItem{}, Journal: []state.JournalEntry{}}
 	var (
 		status, config, usage string
@@ -210,7 +257,13 @@ func loadRun(ctx context.Context, tx pgx.Tx, id string, forUpdate bool) (*state.
 		st.Holder = &state.Lease{Owner: *owner, Epoch: epoch, Expires: expires.UTC()}
 	}
 
-	rows, _ := tx.Query(ctx, `SELECT seq, body FROM nexa_messages WHERE run_id = $1 ORDER BY seq`, id)
+	mq, iq, jq := messagesAll, itemsAll, journalAll
+	args := []any{id}
+	if tail > 0 {
+		mq, iq, jq = messagesTail, itemsTail, journalTail
+		args = append(args, tail)
+	}
+	rows, _ := tx.Query(ctx, mq, args...)
 	err = eachRow(rows, func(seq int, _ string, body string) error {
 		var m state.Message
 		if err := json.Unmarshal([]byte(body), &m); err != nil {
@@ -223,7 +276,7 @@ func loadRun(ctx context.Context, tx pgx.Tx, id string, forUpdate bool) (*state.
 	if err != nil {
 		return nil, err
 	}
-	rows, _ = tx.Query(ctx, `SELECT seq, body FROM nexa_provider_items WHERE run_id = $1 ORDER BY seq`, id)
+	rows, _ = tx.Query(ctx, iq, args...)
 	err = eachRow(rows, func(seq int, _ string, body string) error {
 		var it state.ProviderItem
 		if err := json.Unmarshal([]byte(body), &it); err != nil {
@@ -237,7 +290,7 @@ func loadRun(ctx context.Context, tx pgx.Tx, id string, forUpdate bool) (*state.
 	if err != nil {
 		return nil, err
 	}
-	rows, _ = tx.Query(ctx, `SELECT seq, call_id, body FROM nexa_journal WHERE run_id = $1 ORDER BY seq, call_id`, id)
+	rows, _ = tx.Query(ctx, jq, args...)
 	err = eachRow(rows, func(seq int, callID string, body string) error {
 		var e state.JournalEntry
 		if err := json.Unmarshal([]byte(body), &e); err != nil {
@@ -622,6 +675,12 @@ func where(f state.Filter) (string, []any) {
 		args = append(args, f.OlderThan.Nanoseconds())
 		conds = append(conds, "updated_at < "+nowNanos+" - $"+strconv.Itoa(len(args))+"::bigint")
 	}
+	if f.After != nil {
+		// A row comparison, which the btree indexes on (…, created_at, id)
+		// serve as a range.
+		args = append(args, f.After.CreatedAt.UnixNano(), f.After.ID)
+		conds = append(conds, "(created_at, id) < ($"+strconv.Itoa(len(args)-1)+"::bigint, $"+strconv.Itoa(len(args))+"::text)")
+	}
 	var lim *int
 	if f.Limit > 0 {
 		lim = &f.Limit
@@ -635,7 +694,7 @@ func where(f state.Filter) (string, []any) {
 }
 
 // List returns the runs matching f, newest first (created_at, then id,
-// descending).
+// descending), at most f.Limit of them and only those after f.After.
 func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Summary, error) {
 	w, args := where(f)
 	rows, _ := s.pool.Query(ctx, `SELECT id, status, agent, file, created_at, updated_at, revision FROM nexa_runs`+w, args...)

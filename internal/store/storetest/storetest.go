@@ -35,6 +35,9 @@ var behaviours = []behaviour{
 	{"fencing: after a holder dies its run is taken over and its old lease can never save", fencing},
 	{"lease: acquiring a missing run is not found", acquireMissing},
 	{"prune: held runs are skipped and kept whole, free ones deleted", pruneHeld},
+	{"list: newest first, filtered by status and agent, limited", listFilters},
+	{"list: a cursor pages without gaps or repeats while runs are created and saved", listCursor},
+	{"load tail: the last rows and every open journal entry, and what was left out", loadTail},
 }
 
 // Run checks every behaviour of the contract on the store newStore makes.
@@ -325,5 +328,178 @@ func pruneHeld(t *testing.T, h *harness) {
 	rep, err = b.Prune(ctx, state.Filter{Status: state.StatusCompleted})
 	if err != nil || fmt.Sprint(rep.Deleted) != "[run_old1]" || len(rep.Held) != 0 {
 		t.Fatalf("Prune after release: %+v %v", rep, err)
+	}
+}
+
+// listed renders a listing as its run ids.
+func listed(t *testing.T, s state.Store, f state.Filter) string {
+	t.Helper()
+	sums, err := s.List(ctx, f)
+	if err != nil {
+		t.Fatalf("List(%+v): %v", f, err)
+	}
+	ids := make([]string, len(sums))
+	for i, r := range sums {
+		ids[i] = r.ID
+	}
+	return fmt.Sprint(ids)
+}
+
+func listFilters(t *testing.T, h *harness) {
+	s := h.handle()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	// Two runs share a creation instant: the id breaks the tie.
+	for _, spec := range []struct {
+		id, agent string
+		status    state.Status
+		at        time.Duration
+	}{
+		{"run_a", "A", state.StatusCompleted, 0},
+		{"run_b", "B", state.StatusRunning, time.Second},
+		{"run_c", "A", state.StatusWaitingApproval, 2 * time.Second},
+		{"run_d", "A", state.StatusCompleted, 2 * time.Second},
+		{"run_e", "B", state.StatusCompleted, 3 * time.Second},
+	} {
+		st := run(spec.id, t0.Add(spec.at))
+		st.Config.Agent, st.Status = spec.agent, spec.status
+		mustCreate(t, s, st)
+	}
+	for _, c := range []struct {
+		f    state.Filter
+		want string
+	}{
+		{state.Filter{}, "[run_e run_d run_c run_b run_a]"},
+		{state.Filter{Limit: 2}, "[run_e run_d]"},
+		{state.Filter{Status: state.StatusCompleted}, "[run_e run_d run_a]"},
+		{state.Filter{Agent: "A"}, "[run_d run_c run_a]"},
+		{state.Filter{Agent: "A", Status: state.StatusCompleted, Limit: 1}, "[run_d]"},
+		{state.Filter{Agent: "nobody"}, "[]"},
+	} {
+		if got := listed(t, s, c.f); got != c.want {
+			t.Errorf("List(%+v) = %s, want %s", c.f, got, c.want)
+		}
+	}
+	sums, err := s.List(ctx, state.Filter{Limit: 1})
+	if err != nil || len(sums) != 1 {
+		t.Fatalf("List: %v %v", sums, err)
+	}
+	if r := sums[0]; r.Agent != "B" || r.Status != state.StatusCompleted || r.File != "a.nx" || r.Revision != 1 || !r.CreatedAt.Equal(t0.Add(3*time.Second)) {
+		t.Errorf("summary %+v", r)
+	}
+}
+
+func listCursor(t *testing.T, h *harness) {
+	a, b := h.handle(), h.handle()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var all []string
+	for i := 0; i < 7; i++ {
+		// Pairs of runs created at one instant, so pages split ties.
+		id := fmt.Sprintf("run_%d", i)
+		mustCreate(t, a, run(id, t0.Add(time.Duration(i/2)*time.Second)))
+		all = append([]string{id}, all...)
+	}
+	var (
+		got   []string
+		after *state.Cursor
+	)
+	for page := 0; ; page++ {
+		sums, err := b.List(ctx, state.Filter{Limit: 3, After: after})
+		if err != nil {
+			t.Fatalf("List page %d: %v", page, err)
+		}
+		for _, r := range sums {
+			got = append(got, r.ID)
+		}
+		if len(sums) < 3 {
+			break
+		}
+		c := state.CursorOf(sums[len(sums)-1])
+		// The token round-trips: a caller pages with the string alone.
+		parsed, err := state.ParseCursor(c.String())
+		if err != nil || !parsed.CreatedAt.Equal(c.CreatedAt) || parsed.ID != c.ID {
+			t.Fatalf("cursor %q parsed as %+v, %v", c.String(), parsed, err)
+		}
+		after = &parsed
+		if page == 0 {
+			// Between pages: a new run, and a save of a listed one
+			// (its updated_at moves, its created_at does not).
+			mustCreate(t, a, run("run_new", time.Time{}))
+			st := mustLoad(t, a, "run_5")
+			st.Status = state.StatusCompleted
+			if err := a.Save(ctx, st, state.Delta{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(all) {
+		t.Fatalf("pages gave %v, want %v", got, all)
+	}
+	if got := listed(t, b, state.Filter{Status: state.StatusRunning, After: &state.Cursor{CreatedAt: t0.Add(2 * time.Second), ID: "run_5"}}); got != "[run_4 run_3 run_2 run_1 run_0]" {
+		t.Errorf("cursor with a status filter: %s", got)
+	}
+	if _, err := state.ParseCursor("run_1"); !errors.Is(err, state.ErrBadCursor) {
+		t.Errorf("ParseCursor of a run id: %v", err)
+	}
+}
+
+func loadTail(t *testing.T, h *harness) {
+	s := h.handle()
+	tl, ok := s.(state.TailLoader)
+	if !ok {
+		t.Skip("this store loads whole runs only")
+	}
+	st := run("run_long", time.Time{})
+	st.Messages = nil
+	st.Journal = nil
+	yes := true
+	for i := 0; i < 20; i++ {
+		st.Messages = append(st.Messages, msg(i, fmt.Sprintf("m%d", i)))
+		st.ProviderItems = append(st.ProviderItems, state.ProviderItem{Seq: i, Raw: []byte(`{"n":1}`)})
+		e := state.JournalEntry{CallID: fmt.Sprintf("call_%02d", i), Tool: "t", Seq: i, Arguments: []byte(`{"stage":"completed"}`), Valid: true, Stage: state.StageCompleted}
+		switch i {
+		case 3: // an old call whose outcome is unknown
+			e.Stage = state.StageStarted
+		case 5: // an old call waiting for a decision
+			e.Stage, e.NeedsApproval = state.StageNotStarted, true
+		case 6: // decided, not yet run
+			e.Stage, e.NeedsApproval, e.Decision = state.StageNotStarted, true, &yes
+		}
+		st.Journal = append(st.Journal, e)
+	}
+	mustCreate(t, s, st)
+
+	got, om, err := tl.LoadTail(ctx, "run_long", 2)
+	if err != nil {
+		t.Fatalf("LoadTail: %v", err)
+	}
+	var msgs, items, calls []string
+	for _, m := range got.Messages {
+		msgs = append(msgs, m.Content)
+	}
+	for _, it := range got.ProviderItems {
+		items = append(items, fmt.Sprint(it.Seq))
+	}
+	for _, e := range got.Journal {
+		calls = append(calls, e.CallID+":"+string(e.Stage))
+	}
+	if fmt.Sprint(msgs) != "[m18 m19]" || fmt.Sprint(items) != "[18 19]" {
+		t.Errorf("tail of messages %v, provider items %v", msgs, items)
+	}
+	if want := "[call_03:started call_05:not_started call_06:not_started call_18:completed call_19:completed]"; fmt.Sprint(calls) != want {
+		t.Errorf("tail of the journal %v, want %v", calls, want)
+	}
+	if om != (state.Omitted{Messages: 18, ProviderItems: 18, Journal: 15}) {
+		t.Errorf("omitted %+v", om)
+	}
+	if got.Revision != 1 || got.Task != "task" || got.Config.Agent != "A" {
+		t.Errorf("header %+v", got)
+	}
+
+	whole, om, err := tl.LoadTail(ctx, "run_long", 0)
+	if err != nil || len(whole.Messages) != 20 || len(whole.Journal) != 20 || om != (state.Omitted{}) {
+		t.Errorf("LoadTail(0): %d messages, %d entries, omitted %+v, %v", len(whole.Messages), len(whole.Journal), om, err)
+	}
+	if _, _, err := tl.LoadTail(ctx, "run_missing", 2); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("LoadTail of a missing run: %v", err)
 	}
 }
