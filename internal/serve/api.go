@@ -114,8 +114,8 @@ func notRunID(id string) apiError {
 	return apiError{Code: runtime.CodeRunNotFound, Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", id)}
 }
 
-// listFilter reads ?status= and ?agent= as `nexa runs list` reads its
-// flags.
+// listFilter reads ?status=, ?agent= and ?limit= as `nexa runs list`
+// reads its flags (?after= is the cursor, read by apiList).
 func listFilter(r *http.Request) (state.Filter, *apiError) {
 	q := r.URL.Query()
 	f := state.Filter{Agent: q.Get("agent")}
@@ -141,15 +141,18 @@ func (s *Server) apiList(w http.ResponseWriter, r *http.Request) {
 		s.writeAPIError(w, *aerr)
 		return
 	}
-	runs, err := s.o.Store.List(r.Context(), f)
+	page, err := runtime.ListRuns(r.Context(), s.o.Store, f, r.URL.Query().Get("after"))
 	if err != nil {
-		s.writeAPIError(w, apiError{Code: runtime.CodeStoreError, Message: fmt.Sprintf("list runs: %v", err)})
+		s.writeAPIError(w, asAPIError(err))
 		return
 	}
-	if runs == nil {
-		runs = []state.Summary{}
+	// next is the cursor of the following page (?after=), null on the
+	// last one, as in `nexa runs list --json`.
+	var next any
+	if page.Next != "" {
+		next = page.Next
 	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"runs": runs})
+	s.writeJSON(w, http.StatusOK, map[string]any{"runs": page.Runs, "next": next})
 }
 
 func (s *Server) apiShow(w http.ResponseWriter, r *http.Request) {

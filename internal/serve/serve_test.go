@@ -384,3 +384,54 @@ func TestPageNeverEchoesTheConfirmationFromTheURL(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIListPages pages through the runs with ?limit= and the ?after=
+// cursor the previous page named in next, as `nexa runs list` does.
+func TestAPIListPages(t *testing.T) {
+	s := newStore(t)
+	first := load(t, s).CreatedAt
+	for i, id := range []string{"run_01TESTSERVE0000000000000002", "run_01TESTSERVE0000000000000003"} {
+		st := &state.RunState{ID: id, Status: state.StatusCompleted, Task: "t",
+			CreatedAt: first.Add(time.Duration(i+1) * time.Minute),
+			Config:    state.Config{SourceFile: "review.nx", SourceHash: "sha256:0", Agent: "Reviewer", WorkDir: "."}}
+		if err := s.Create(context.Background(), st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts := newServer(t, s, Options{})
+	var seen []string
+	u := ts.URL + "/api/runs?limit=2"
+	for pages := 0; ; pages++ {
+		if pages > 3 {
+			t.Fatalf("paging does not end: %v", seen)
+		}
+		code, body := do(t, ts.Client(), "GET", u, "")
+		if code != 200 {
+			t.Fatalf("list: %d %s", code, body)
+		}
+		var page struct {
+			Runs []struct {
+				ID string `json:"run_id"`
+			} `json:"runs"`
+			Next *string `json:"next"`
+		}
+		if err := json.Unmarshal([]byte(body), &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page.Runs {
+			seen = append(seen, r.ID)
+		}
+		if page.Next == nil {
+			break
+		}
+		u = ts.URL + "/api/runs?limit=2&after=" + url.QueryEscape(*page.Next)
+	}
+	want := []string{"run_01TESTSERVE0000000000000003", "run_01TESTSERVE0000000000000002", runID}
+	if strings.Join(seen, " ") != strings.Join(want, " ") {
+		t.Fatalf("pages gave %v, want newest first %v", seen, want)
+	}
+	code, body := do(t, ts.Client(), "GET", ts.URL+"/api/runs?after=garbage", "")
+	if code != 400 || errCode(t, body) != runtime.CodeUsage {
+		t.Fatalf("bad cursor: %d %s", code, body)
+	}
+}
