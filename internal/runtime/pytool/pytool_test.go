@@ -152,6 +152,14 @@ func newExec(t *testing.T, cold bool, opts Options) *Executor {
 	t.Helper()
 	opts.NoWarm = cold
 	ex := New(opts)
+	// The warm interpreter's start-up and fork bounds only guard against a
+	// hang: under the race detector on a loaded machine a start can take
+	// longer than the production bound, and a test must not fall back to
+	// the per-call path because the machine is slow. Tests of those bounds
+	// set their own after this.
+	if ex.zygotes != nil {
+		ex.zygotes.start, ex.zygotes.spawn = hangCap, hangCap
+	}
 	t.Cleanup(func() { ex.Close() })
 	return ex
 }
