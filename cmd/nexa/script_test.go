@@ -35,25 +35,29 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
-			if cond == "postgres" {
+			switch cond {
+			case "postgres":
 				return pgCondition()
+			case "chromium":
+				return chromiumCondition()
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"capture":    cmdCapture,
-			"jsonis":     cmdJSONIs,
-			"exits":      cmdExits,
-			"fakemodel":  cmdFakeModel,
-			"httpsink":   cmdHTTPSink,
-			"notes-http": cmdNotesHTTP,
-			"waitfile":   cmdWaitFile,
-			"pidsdead":   cmdPidsDead,
-			"marked":     cmdMarked,
-			"freeport":   cmdFreePort,
-			"http":       cmdHTTP,
-			"pgstore":    cmdPGStore,
-			"leasefree":  cmdLeaseFree,
+			"capture":         cmdCapture,
+			"jsonis":          cmdJSONIs,
+			"exits":           cmdExits,
+			"fakemodel":       cmdFakeModel,
+			"httpsink":        cmdHTTPSink,
+			"notes-http":      cmdNotesHTTP,
+			"waitfile":        cmdWaitFile,
+			"pidsdead":        cmdPidsDead,
+			"marked":          cmdMarked,
+			"freeport":        cmdFreePort,
+			"http":            cmdHTTP,
+			"pgstore":         cmdPGStore,
+			"leasefree":       cmdLeaseFree,
+			"browser-approve": cmdBrowserApprove,
 		},
 	})
 }

@@ -202,6 +202,16 @@ func printNextSteps(e *env, r *runResult) {
 	w := e.stderr
 	switch r.Status {
 	case "waiting_approval":
+		if len(r.PendingCalls) == 0 {
+			// Every call is decided (from nexa runs approve or nexa
+			// serve): what is left is to continue the run.
+			cmd := r.Resume["resume"]
+			if cmd == "" {
+				cmd = r.Resume["approve"]
+			}
+			fmt.Fprintf(w, "\nEvery call is decided; continue the run:\nResume: %s\n", cmd)
+			return
+		}
 		fmt.Fprintf(w, "\n%d call(s) wait for your decision:\n", len(r.PendingCalls))
 		for _, c := range r.PendingCalls {
 			fmt.Fprintf(w, "  %s  %s %s  (risk %s)\n", c.CallID, c.Tool, compactJSON(c.Arguments, 200), c.RiskLevel)

@@ -32,8 +32,10 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// completer stands in for `nexa agent --resume` (whose real run the
-// serve_review story covers): it finishes the run and says so.
+// completer stands in for `nexa agent --resume` in this test of the
+// page's own behaviour (who decided, the reason, the conflict rules); the
+// serve_browser story drives the real binary end to end — browser
+// approval, then a real resume that executes the call once.
 type completer struct {
 	s    state.Store
 	done chan struct{}
