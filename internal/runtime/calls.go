@@ -109,6 +109,19 @@ func (d *driver) pastAgentCap(e *state.JournalEntry) string {
 	if limit <= 0 {
 		return ""
 	}
+	if last := d.st.Messages[len(d.st.Messages)-1]; last.Role == state.RoleAssistant {
+		// The usual case: a call of the latest reply, which is the
+		// run's latest round.
+		for _, c := range last.ToolCalls {
+			if c.ID == e.CallID {
+				if d.rounds <= limit {
+					return ""
+				}
+				return fmt.Sprintf("agent %s allows %d tool round(s) (max_tool_calls: %d), and the model asked for more after its tools were withdrawn; call %s was not executed",
+					d.r.agent.Name, limit, limit, e.CallID)
+			}
+		}
+	}
 	round := 0
 	for _, m := range d.st.Messages {
 		if m.Role != state.RoleAssistant || len(m.ToolCalls) == 0 {
@@ -146,7 +159,7 @@ func (d *driver) deny(ctx context.Context, e *state.JournalEntry) error {
 		e.Result += ": " + e.Reason
 	}
 	e.CompletedAt = &now
-	if err := d.save(ctx, state.Delta{Journal: []state.JournalEntry{*e}}); err != nil {
+	if err := d.saveResult(ctx, e); err != nil {
 		return err
 	}
 	d.r.observe(Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: "denied"})
@@ -251,7 +264,7 @@ func (d *driver) completeEntry(ctx context.Context, e *state.JournalEntry, succe
 	e.Outcome = outcome
 	e.Sandboxed = sandboxed
 	e.CompletedAt = &now
-	return d.save(ctx, state.Delta{Journal: []state.JournalEntry{*e}})
+	return d.saveResult(ctx, e)
 }
 
 // notExecuted reports whether an executor said that nothing ran: our own
