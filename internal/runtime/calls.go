@@ -109,16 +109,22 @@ func (d *driver) pastAgentCap(e *state.JournalEntry) string {
 	if limit <= 0 {
 		return ""
 	}
+	if round := d.roundOf(e.CallID); round <= limit {
+		return ""
+	}
+	return fmt.Sprintf("agent %s allows %d tool round(s) (max_tool_calls: %d), and the model asked for more after its tools were withdrawn; call %s was not executed",
+		d.r.agent.Name, limit, limit, e.CallID)
+}
+
+// roundOf is the tool round (1-based) whose reply asked for the call, or 0
+// when no reply did.
+func (d *driver) roundOf(callID string) int {
 	if last := d.st.Messages[len(d.st.Messages)-1]; last.Role == state.RoleAssistant {
-		// The usual case: a call of the latest reply, which is the
-		// run's latest round.
+		// The usual case, answered without a scan: a call of the
+		// latest reply, which is the run's latest round.
 		for _, c := range last.ToolCalls {
-			if c.ID == e.CallID {
-				if d.rounds <= limit {
-					return ""
-				}
-				return fmt.Sprintf("agent %s allows %d tool round(s) (max_tool_calls: %d), and the model asked for more after its tools were withdrawn; call %s was not executed",
-					d.r.agent.Name, limit, limit, e.CallID)
+			if c.ID == callID {
+				return d.rounds
 			}
 		}
 	}
@@ -129,16 +135,12 @@ func (d *driver) pastAgentCap(e *state.JournalEntry) string {
 		}
 		round++
 		for _, c := range m.ToolCalls {
-			if c.ID == e.CallID {
-				if round <= limit {
-					return ""
-				}
-				return fmt.Sprintf("agent %s allows %d tool round(s) (max_tool_calls: %d), and the model asked for more after its tools were withdrawn; call %s was not executed",
-					d.r.agent.Name, limit, limit, e.CallID)
+			if c.ID == callID {
+				return round
 			}
 		}
 	}
-	return ""
+	return 0
 }
 
 func (d *driver) sandboxAvailable() error {
