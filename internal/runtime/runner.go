@@ -478,6 +478,10 @@ func (d *driver) request(ctx context.Context) (step, error) {
 	d.rounds++
 	delta.Messages = []state.Message{msg}
 	delta.Journal = d.journalCalls(msg, turn)
+	// Calls refused at once (unknown tool, invalid arguments) are
+	// completed already; when all of them are, their tool messages
+	// share this write.
+	d.closeRound(&delta)
 	if err := d.save(ctx, delta); err != nil {
 		return stepStop, err
 	}
