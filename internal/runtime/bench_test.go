@@ -68,7 +68,7 @@ var benchStores = []struct {
 }
 
 // BenchmarkRunStep measures the runtime's own cost per tool round (provider
-// reply saved, started saved, result saved, tool message saved) with each
+// reply saved, started saved, result and tool message saved) with each
 // store, for short and long runs; ns/step should not grow with the length
 // of the run.
 func BenchmarkRunStep(b *testing.B) {
@@ -96,6 +96,7 @@ func benchRunStep(b *testing.B, s state.Store, rounds int) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	for i := 0; i < b.N; i++ {
 		st, err := r.Start(context.Background(), runtime.NewRun{Task: "t", WorkDir: "/w"})
 		if err != nil || st.Status != state.StatusCompleted {
@@ -103,4 +104,5 @@ func benchRunStep(b *testing.B, s state.Store, rounds int) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rounds), "ns/step")
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*rounds), "cpu-ns/step")
 }

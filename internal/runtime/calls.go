@@ -109,6 +109,25 @@ func (d *driver) pastAgentCap(e *state.JournalEntry) string {
 	if limit <= 0 {
 		return ""
 	}
+	if round := d.roundOf(e.CallID); round <= limit {
+		return ""
+	}
+	return fmt.Sprintf("agent %s allows %d tool round(s) (max_tool_calls: %d), and the model asked for more after its tools were withdrawn; call %s was not executed",
+		d.r.agent.Name, limit, limit, e.CallID)
+}
+
+// roundOf is the tool round (1-based) whose reply asked for the call, or 0
+// when no reply did.
+func (d *driver) roundOf(callID string) int {
+	if last := d.st.Messages[len(d.st.Messages)-1]; last.Role == state.RoleAssistant {
+		// The usual case, answered without a scan: a call of the
+		// latest reply, which is the run's latest round.
+		for _, c := range last.ToolCalls {
+			if c.ID == callID {
+				return d.rounds
+			}
+		}
+	}
 	round := 0
 	for _, m := range d.st.Messages {
 		if m.Role != state.RoleAssistant || len(m.ToolCalls) == 0 {
@@ -116,16 +135,12 @@ func (d *driver) pastAgentCap(e *state.JournalEntry) string {
 		}
 		round++
 		for _, c := range m.ToolCalls {
-			if c.ID == e.CallID {
-				if round <= limit {
-					return ""
-				}
-				return fmt.Sprintf("agent %s allows %d tool round(s) (max_tool_calls: %d), and the model asked for more after its tools were withdrawn; call %s was not executed",
-					d.r.agent.Name, limit, limit, e.CallID)
+			if c.ID == callID {
+				return round
 			}
 		}
 	}
-	return ""
+	return 0
 }
 
 func (d *driver) sandboxAvailable() error {
@@ -146,7 +161,7 @@ func (d *driver) deny(ctx context.Context, e *state.JournalEntry) error {
 		e.Result += ": " + e.Reason
 	}
 	e.CompletedAt = &now
-	if err := d.save(ctx, state.Delta{Journal: []state.JournalEntry{*e}}); err != nil {
+	if err := d.saveResult(ctx, e); err != nil {
 		return err
 	}
 	d.r.observe(Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: "denied"})
@@ -251,7 +266,7 @@ func (d *driver) completeEntry(ctx context.Context, e *state.JournalEntry, succe
 	e.Outcome = outcome
 	e.Sandboxed = sandboxed
 	e.CompletedAt = &now
-	return d.save(ctx, state.Delta{Journal: []state.JournalEntry{*e}})
+	return d.saveResult(ctx, e)
 }
 
 // notExecuted reports whether an executor said that nothing ran: our own

@@ -265,7 +265,7 @@ func (r *Runner) drive(ctx context.Context, st *state.RunState) (*state.RunState
 			defer log.Close()
 		}
 	}
-	d := &driver{r: r, st: st, log: log}
+	d := newDriver(r, st, log)
 	for {
 		s, err := d.next(ctx)
 		if err != nil {
@@ -282,6 +282,38 @@ type driver struct {
 	r   *Runner
 	st  *state.RunState
 	log ToolLog
+
+	// What the loop asks of the run at every step is kept here, built
+	// once per drive and updated as the drive appends, so that a step
+	// costs the same at turn 2,000 as at turn 2 (docs/benchmarks.md):
+	// callIdx maps a call id to its journal index; every entry below
+	// firstOpen is completed (a completed entry never reopens, and new
+	// entries are appended); rounds counts the assistant messages with
+	// tool calls.
+	callIdx   map[string]int
+	firstOpen int
+	rounds    int
+}
+
+func newDriver(r *Runner, st *state.RunState, log ToolLog) *driver {
+	d := &driver{r: r, st: st, log: log, callIdx: make(map[string]int, len(st.Journal))}
+	for i := range st.Journal {
+		d.callIdx[st.Journal[i].CallID] = i
+	}
+	for _, m := range st.Messages {
+		if m.Role == state.RoleAssistant && len(m.ToolCalls) > 0 {
+			d.rounds++
+		}
+	}
+	return d
+}
+
+// entry returns the journal entry of a call, or nil.
+func (d *driver) entry(callID string) *state.JournalEntry {
+	if i, ok := d.callIdx[callID]; ok && i < len(d.st.Journal) && d.st.Journal[i].CallID == callID {
+		return &d.st.Journal[i]
+	}
+	return d.st.Entry(callID)
 }
 
 func (d *driver) save(ctx context.Context, delta state.Delta) error {
@@ -362,7 +394,10 @@ func (d *driver) next(ctx context.Context) (step, error) {
 // openEntries are the journal entries of the latest reply not yet completed.
 func (d *driver) openEntries() []*state.JournalEntry {
 	var open []*state.JournalEntry
-	for i := range d.st.Journal {
+	for d.firstOpen < len(d.st.Journal) && d.st.Journal[d.firstOpen].Stage == state.StageCompleted {
+		d.firstOpen++
+	}
+	for i := d.firstOpen; i < len(d.st.Journal); i++ {
 		if d.st.Journal[i].Stage != state.StageCompleted {
 			open = append(open, &d.st.Journal[i])
 		}
@@ -440,8 +475,13 @@ func (d *driver) request(ctx context.Context) (step, error) {
 	}
 	d.assignCallIDs(&msg, turn)
 	st.Messages = append(st.Messages, msg)
+	d.rounds++
 	delta.Messages = []state.Message{msg}
 	delta.Journal = d.journalCalls(msg, turn)
+	// Calls refused at once (unknown tool, invalid arguments) are
+	// completed already; when all of them are, their tool messages
+	// share this write.
+	d.closeRound(&delta)
 	if err := d.save(ctx, delta); err != nil {
 		return stepStop, err
 	}
@@ -525,12 +565,7 @@ func (d *driver) buildRequest() provider.Request {
 	if schema := d.r.outputSchema(); schema != nil {
 		req.Output = &provider.OutputSchema{Name: a.Implements, Schema: schema}
 	}
-	rounds := 0
-	for _, m := range d.st.Messages {
-		if m.Role == state.RoleAssistant && len(m.ToolCalls) > 0 {
-			rounds++
-		}
-	}
+	rounds := d.rounds
 	offerTools := len(d.r.exposed) > 0 && a.ToolCallStrategy != "none"
 	if a.MaxToolCalls > 0 && rounds >= a.MaxToolCalls {
 		// The agent's tool rounds are used up: ask for an answer.
@@ -557,20 +592,18 @@ func (d *driver) buildRequest() provider.Request {
 // assignCallIDs makes every call id of a reply non-empty and unique within
 // the run: the journal is keyed by call id, and some servers repeat ids.
 func (d *driver) assignCallIDs(msg *state.Message, turn int) {
-	seen := map[string]bool{}
-	for _, e := range d.st.Journal {
-		seen[e.CallID] = true
-	}
+	seen := func(id string) bool { _, ok := d.callIdx[id]; return ok }
+	taken := map[string]bool{}
 	for i := range msg.ToolCalls {
 		id := msg.ToolCalls[i].ID
-		if id == "" || seen[id] || !safeID(id) {
+		if id == "" || seen(id) || taken[id] || !safeID(id) {
 			id = fmt.Sprintf("call_%d_%d", turn, i+1)
-			for n := 2; seen[id]; n++ {
+			for n := 2; seen(id) || taken[id]; n++ {
 				id = fmt.Sprintf("call_%d_%d_%d", turn, i+1, n)
 			}
 			msg.ToolCalls[i].ID = id
 		}
-		seen[id] = true
+		taken[id] = true
 	}
 }
 
@@ -624,6 +657,7 @@ func (d *driver) journalCalls(msg state.Message, turn int) []state.JournalEntry 
 			e.Sandbox = t.Sandbox
 		}
 		d.st.Journal = append(d.st.Journal, e)
+		d.callIdx[e.CallID] = len(d.st.Journal) - 1
 		out = append(out, e)
 	}
 	return out
@@ -708,21 +742,60 @@ func (d *driver) complete(ctx context.Context, msg state.Message, delta state.De
 
 // appendToolMessages appends one tool message per call of the latest reply,
 // in the order of the calls, once all of them have saved results.
+//
+// The loop usually appends them in the write of the last result
+// (saveResult); this separate write is for a run whose last result was
+// saved by someone else (an operator's resolve) or by an older nexa.
 func (d *driver) appendToolMessages(ctx context.Context) (step, error) {
-	last := d.st.Messages[len(d.st.Messages)-1]
 	var delta state.Delta
-	for _, c := range last.ToolCalls {
-		e := d.st.Entry(c.ID)
-		if e == nil || e.Stage != state.StageCompleted {
-			return stepStop, &Error{Code: CodeInternal, Message: fmt.Sprintf("run %s: call %s has no saved result", d.st.ID, c.ID)}
+	if !d.closeRound(&delta) {
+		last := d.st.Messages[len(d.st.Messages)-1]
+		for _, c := range last.ToolCalls {
+			if e := d.entry(c.ID); e == nil || e.Stage != state.StageCompleted {
+				return stepStop, &Error{Code: CodeInternal, Message: fmt.Sprintf("run %s: call %s has no saved result", d.st.ID, c.ID)}
+			}
 		}
-		m := state.Message{Seq: len(d.st.Messages), Role: state.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: e.Result, IsError: !e.Success}
-		d.st.Messages = append(d.st.Messages, m)
-		delta.Messages = append(delta.Messages, m)
 	}
 	if err := d.save(ctx, delta); err != nil {
 		return stepStop, err
 	}
 	failpoint.Hit("after-tool-messages")
 	return stepContinue, nil
+}
+
+// closeRound adds to delta (and to the run) one tool message per call of
+// the latest reply, in the order of the calls, when every one of them is
+// completed, and reports whether it did. A round's tool messages are only
+// a copy of its saved results, so they may share the write of its last
+// result: a crash can then never fall between the two.
+func (d *driver) closeRound(delta *state.Delta) bool {
+	last := d.st.Messages[len(d.st.Messages)-1]
+	if last.Role != state.RoleAssistant || len(last.ToolCalls) == 0 {
+		return false
+	}
+	msgs := make([]state.Message, 0, len(last.ToolCalls))
+	for i, c := range last.ToolCalls {
+		e := d.entry(c.ID)
+		if e == nil || e.Stage != state.StageCompleted {
+			return false
+		}
+		msgs = append(msgs, state.Message{Seq: len(d.st.Messages) + i, Role: state.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: e.Result, IsError: !e.Success})
+	}
+	d.st.Messages = append(d.st.Messages, msgs...)
+	delta.Messages = append(delta.Messages, msgs...)
+	return true
+}
+
+// saveResult saves a completed journal entry and, when it was the last
+// open call of its reply, the round's tool messages in the same write.
+func (d *driver) saveResult(ctx context.Context, e *state.JournalEntry) error {
+	delta := state.Delta{Journal: []state.JournalEntry{*e}}
+	closed := d.closeRound(&delta)
+	if err := d.save(ctx, delta); err != nil {
+		return err
+	}
+	if closed {
+		failpoint.Hit("after-tool-messages")
+	}
+	return nil
 }

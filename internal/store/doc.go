@@ -20,7 +20,11 @@
 // task, usage, output, error) and one row per message, provider item and
 // journal entry in messages, provider_items and journal, keyed by (run, seq)
 // or (run, call id). A save therefore writes the header and the rows of its
-// state.Delta, and costs what changed, not the length of the run. The schema
+// state.Delta, and costs what changed, not the length of the run. A handle
+// remembers the header it last wrote for each run; a save that changes only
+// the usage then sets only usage and updated_at (a row still at the
+// revision written holds exactly that header, since every header write
+// increments the revision). The statements of a save are prepared once. The schema
 // is versioned with PRAGMA user_version and migrated forward on Open, in one
 // transaction; a file stamped by a newer binary (ErrNewerSchema), a SQLite
 // file of another application (ErrNotRunStore) and a file that is not SQLite

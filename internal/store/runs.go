@@ -126,7 +126,7 @@ func (s *SQLite) Create(ctx context.Context, st *state.RunState) error {
 			}
 			return dbErr(ctx, err)
 		}
-		return writeRows(ctx, tx, st.ID, state.Delta{
+		return s.writeRows(ctx, tx, st.ID, state.Delta{
 			Messages:      st.Messages,
 			ProviderItems: st.ProviderItems,
 			Journal:       st.Journal,
@@ -142,6 +142,7 @@ func (s *SQLite) Create(ctx context.Context, st *state.RunState) error {
 		s.keep(st.ID, lock)
 		st.Lease = lease
 	}
+	s.remember(st.ID, h.saved(1))
 	st.Revision = 1
 	st.CreatedAt = fromNanos(h.createdAt)
 	st.UpdatedAt = fromNanos(h.updatedAt)
@@ -379,8 +380,11 @@ func (s *SQLite) Save(ctx context.Context, st *state.RunState, d state.Delta) er
 		return fmt.Errorf("save run %s: %w", st.ID, err)
 	}
 	now := s.now().UTC()
+	var written savedHeader
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		return writeRun(ctx, tx, st, st.Revision, now, d)
+		var err error
+		written, err = s.writeRun(ctx, tx, st, st.Revision, now, d)
+		return err
 	})
 	if err != nil {
 		var ce *state.ConflictError
@@ -389,6 +393,7 @@ func (s *SQLite) Save(ctx context.Context, st *state.RunState, d state.Delta) er
 		}
 		return fmt.Errorf("save run %s: %w", st.ID, err)
 	}
+	s.remember(st.ID, written)
 	st.Revision++
 	st.UpdatedAt = now
 	return nil
@@ -411,6 +416,7 @@ func (s *SQLite) Update(ctx context.Context, id string, fn func(st *state.RunSta
 		fnErr   error
 		now     time.Time
 		readRev int64
+		written savedHeader
 	)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -426,7 +432,8 @@ func (s *SQLite) Update(ctx context.Context, id string, fn func(st *state.RunSta
 		st.ID = id
 		st.Lease = nil // an operator's write: refused while someone holds the run
 		now = s.now().UTC()
-		return writeRun(ctx, tx, st, readRev, now, d)
+		written, err = s.writeRun(ctx, tx, st, readRev, now, d)
+		return err
 	})
 	if fnErr != nil {
 		return nil, fnErr
@@ -438,6 +445,7 @@ func (s *SQLite) Update(ctx context.Context, id string, fn func(st *state.RunSta
 		}
 		return nil, fmt.Errorf("update run %s: %w", id, err)
 	}
+	s.remember(id, written)
 	st.Revision = readRev + 1
 	st.UpdatedAt = now
 	return st, nil
@@ -490,34 +498,127 @@ func (s *SQLite) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return nil
 }
 
+// The statements of a save, prepared by Open.
+const (
+	sqlInsertMessage = `INSERT INTO messages (run_id, seq, body) VALUES (?, ?, ?)`
+	sqlUpsertItem    = `INSERT INTO provider_items (run_id, seq, body) VALUES (?, ?, ?)
+			ON CONFLICT (run_id, seq) DO UPDATE SET body = excluded.body`
+	sqlUpsertEntry = `INSERT INTO journal (run_id, call_id, seq, body) VALUES (?, ?, ?, ?)
+			ON CONFLICT (run_id, call_id) DO UPDATE SET seq = excluded.seq, body = excluded.body`
+	// The header update sets every column, or, when only the usage
+	// changed (most steps), only usage and updated_at: the indexes on
+	// status and agent are then left alone. Each comes fenced by the
+	// caller's lease or by the absence of a live one.
+	sqlSetAll = `UPDATE runs SET
+			revision = revision + 1, updated_at = ?, usage = ?, status = ?, agent = ?, file = ?,
+			config = ?, task = ?, output = ?, error = ?
+		WHERE id = ? AND revision = ? AND `
+	sqlSetUsage = `UPDATE runs SET revision = revision + 1, updated_at = ?, usage = ?
+		WHERE id = ? AND revision = ? AND `
+	fenceLease = `(lease_owner = ? AND lease_epoch = ?)`
+	fenceFree  = `(lease_owner IS NULL OR lease_expires <= ?)`
+)
+
+// prepare prepares the statements of a save (s.stmts).
+func (s *SQLite) prepare(ctx context.Context) error {
+	s.stmts = map[string]*sql.Stmt{}
+	s.saved = map[string]savedHeader{}
+	for _, q := range []string{sqlInsertMessage, sqlUpsertItem, sqlUpsertEntry,
+		sqlSetAll + fenceLease, sqlSetAll + fenceFree, sqlSetUsage + fenceLease, sqlSetUsage + fenceFree} {
+		st, err := s.db.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("prepare statements: %w", dbErr(ctx, err))
+		}
+		s.stmts[q] = st
+	}
+	return nil
+}
+
+// exec runs one of the prepared statements in tx. The statement is
+// prepared on tx's connection the first time that connection runs it and
+// reused after.
+func (s *SQLite) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	p, ok := s.stmts[query]
+	if !ok {
+		return tx.ExecContext(ctx, query, args...)
+	}
+	return tx.StmtContext(ctx, p).ExecContext(ctx, args...)
+}
+
+// savedHeader is a run's header columns (but usage) at one revision.
+type savedHeader struct {
+	revision             int64
+	status, config, task string
+	agent, file          string
+	output, runErr       sql.NullString
+}
+
+func (h header) saved(rev int64) savedHeader {
+	return savedHeader{revision: rev, status: h.status, config: h.config, task: h.task, output: h.output, runErr: h.runErr,
+		agent: h.agent, file: h.file}
+}
+
+// remember records the header a write left at rev; a store that has seen
+// many runs forgets them all rather than grow.
+func (s *SQLite) remember(id string, h savedHeader) {
+	s.savedMu.Lock()
+	defer s.savedMu.Unlock()
+	if s.saved == nil || len(s.saved) >= 1024 {
+		s.saved = map[string]savedHeader{}
+	}
+	s.saved[id] = h
+}
+
+// lastSaved returns the header this handle wrote for run id at rev, if
+// it knows it. Every write of a header column increments the revision, so
+// a row still at rev holds exactly that header.
+func (s *SQLite) lastSaved(id string, rev int64) (savedHeader, bool) {
+	s.savedMu.Lock()
+	defer s.savedMu.Unlock()
+	h, ok := s.saved[id]
+	return h, ok && h.revision == rev
+}
+
 // writeRun is the compare-and-set: the header update matches only the
 // revision that was read and, fenced by st.Lease, only that lease (without
-// one, only a run no live lease holds); then the delta's rows.
-func writeRun(ctx context.Context, tx *sql.Tx, st *state.RunState, readRev int64, now time.Time, d state.Delta) error {
+// one, only a run no live lease holds); then the delta's rows. When this
+// handle wrote the header at readRev and only the usage changed since,
+// only usage and updated_at are written.
+func (s *SQLite) writeRun(ctx context.Context, tx *sql.Tx, st *state.RunState, readRev int64, now time.Time, d state.Delta) (savedHeader, error) {
 	h, err := encodeHeader(st)
 	if err != nil {
-		return err
+		return savedHeader{}, err
 	}
-	fence, fargs := "lease_owner IS NULL OR lease_expires <= ?", []any{now.UnixNano()}
+	fence, fargs := fenceFree, []any{now.UnixNano()}
 	if l := st.Lease; l != nil {
-		fence, fargs = "lease_owner = ? AND lease_epoch = ?", []any{l.Owner, l.Epoch}
+		fence, fargs = fenceLease, []any{l.Owner, l.Epoch}
 	}
-	args := []any{h.status, h.agent, h.file, now.UnixNano(), h.config, h.task, h.usage, h.output, h.runErr, st.ID, readRev}
-	res, err := tx.ExecContext(ctx, `UPDATE runs SET
-			revision = revision + 1, status = ?, agent = ?, file = ?, updated_at = ?,
-			config = ?, task = ?, usage = ?, output = ?, error = ?
-		WHERE id = ? AND revision = ? AND (`+fence+`)`, append(args, fargs...)...)
+	next := h.saved(readRev + 1)
+	var res sql.Result
+	if prev, ok := s.lastSaved(st.ID, readRev); ok && sameHeader(prev, next) {
+		res, err = s.exec(ctx, tx, sqlSetUsage+fence, append([]any{now.UnixNano(), h.usage, st.ID, readRev}, fargs...)...)
+	} else {
+		res, err = s.exec(ctx, tx, sqlSetAll+fence, append([]any{now.UnixNano(), h.usage, h.status, h.agent, h.file,
+			h.config, h.task, h.output, h.runErr, st.ID, readRev}, fargs...)...)
+	}
 	if err != nil {
-		return dbErr(ctx, err)
+		return savedHeader{}, dbErr(ctx, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return dbErr(ctx, err)
+		return savedHeader{}, dbErr(ctx, err)
 	}
 	if n == 0 {
-		return whyNotWritten(ctx, tx, st, readRev)
+		return savedHeader{}, whyNotWritten(ctx, tx, st, readRev)
 	}
-	return writeRows(ctx, tx, st.ID, d)
+	return next, s.writeRows(ctx, tx, st.ID, d)
+}
+
+// sameHeader reports whether two headers differ at most in usage and
+// updated_at (neither is kept in savedHeader).
+func sameHeader(a, b savedHeader) bool {
+	return a.status == b.status && a.config == b.config && a.task == b.task && a.output == b.output &&
+		a.runErr == b.runErr && a.agent == b.agent && a.file == b.file
 }
 
 // whyNotWritten names the condition of writeRun that failed.
@@ -568,15 +669,14 @@ func readLease(ctx context.Context, q querier, id string, rev *int64) (state.Lea
 
 // writeRows appends messages and upserts provider items (by seq) and journal
 // entries (by call id).
-func writeRows(ctx context.Context, tx *sql.Tx, id string, d state.Delta) error {
+func (s *SQLite) writeRows(ctx context.Context, tx *sql.Tx, id string, d state.Delta) error {
 	for i := range d.Messages {
 		m := &d.Messages[i]
 		b, err := json.Marshal(m)
 		if err != nil {
 			return fmt.Errorf("encode message %d: %w", m.Seq, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (run_id, seq, body) VALUES (?, ?, ?)`,
-			id, m.Seq, string(b)); err != nil {
+		if _, err := s.exec(ctx, tx, sqlInsertMessage, id, m.Seq, string(b)); err != nil {
 			if isConstraint(err) {
 				return fmt.Errorf("append message %d: seq already stored (messages are append-only): %w", m.Seq, err)
 			}
@@ -589,9 +689,7 @@ func writeRows(ctx context.Context, tx *sql.Tx, id string, d state.Delta) error 
 		if err != nil {
 			return fmt.Errorf("encode provider item %d: %w", it.Seq, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO provider_items (run_id, seq, body) VALUES (?, ?, ?)
-			ON CONFLICT (run_id, seq) DO UPDATE SET body = excluded.body`,
-			id, it.Seq, string(b)); err != nil {
+		if _, err := s.exec(ctx, tx, sqlUpsertItem, id, it.Seq, string(b)); err != nil {
 			return fmt.Errorf("write provider item %d: %w", it.Seq, dbErr(ctx, err))
 		}
 	}
@@ -604,9 +702,7 @@ func writeRows(ctx context.Context, tx *sql.Tx, id string, d state.Delta) error 
 		if err != nil {
 			return fmt.Errorf("encode journal entry %s: %w", e.CallID, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO journal (run_id, call_id, seq, body) VALUES (?, ?, ?, ?)
-			ON CONFLICT (run_id, call_id) DO UPDATE SET seq = excluded.seq, body = excluded.body`,
-			id, e.CallID, e.Seq, string(b)); err != nil {
+		if _, err := s.exec(ctx, tx, sqlUpsertEntry, id, e.CallID, e.Seq, string(b)); err != nil {
 			return fmt.Errorf("write journal entry %s: %w", e.CallID, dbErr(ctx, err))
 		}
 	}

@@ -70,6 +70,16 @@ type SQLite struct {
 
 	mu   sync.Mutex
 	held map[string]*os.File // run id → its locked lock file, while this handle holds the lease
+
+	// stmts are the statements of every step's write, prepared once on
+	// the database (and by database/sql once per pooled connection), so
+	// a save does not compile its SQL again.
+	stmts map[string]*sql.Stmt
+	// saved is each run's header as this handle last wrote it, by run
+	// id, so that a save whose header differs only in usage and
+	// updated_at writes only those (see writeRun).
+	savedMu sync.Mutex
+	saved   map[string]savedHeader
 }
 
 var _ state.Store = (*SQLite)(nil)
@@ -148,6 +158,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 
 	s := &SQLite{db: db, path: abs, now: o.now, busyTimeout: o.busyTimeout, held: map[string]*os.File{}}
 	if err := s.init(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open run store %s: %w", path, err)
+	}
+	if err := s.prepare(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open run store %s: %w", path, err)
 	}
@@ -306,6 +320,9 @@ func (s *SQLite) Close() error {
 		delete(s.held, id)
 	}
 	s.mu.Unlock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close run store %s: %w", s.path, err)
 	}

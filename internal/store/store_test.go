@@ -924,3 +924,60 @@ func TestLocked(t *testing.T) {
 		t.Errorf("revision after the waiting Save: %d", st.Revision)
 	}
 }
+
+// Most steps change only the usage; the store then writes only usage and
+// updated_at. Whatever a save writes, the run loads as it was saved: a
+// header change after usage-only saves, and a save after another handle
+// changed the header, are written whole.
+func TestSaveHeaderDelta(t *testing.T) {
+	s, path := openTemp(t)
+	ctx := context.Background()
+	st := newRun("r", 2, 0)
+	st.ProviderItems, st.Journal = []state.ProviderItem{}, []state.JournalEntry{}
+	if err := s.Create(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string) {
+		t.Helper()
+		if a, b := mustJSON(t, mustLoad(t, s, "r")), mustJSON(t, st); a != b {
+			t.Fatalf("%s:\nloaded %s\nwant   %s", what, a, b)
+		}
+	}
+	for i := 1; i <= 3; i++ {
+		st.Usage.ToolCalls = i
+		if err := s.Save(ctx, st, state.Delta{}); err != nil {
+			t.Fatal(err)
+		}
+		check("after a usage-only save")
+	}
+	st.Status = state.StatusCompleted
+	st.Output = json.RawMessage(`"done"`)
+	st.Task = "another task"
+	if err := s.Save(ctx, st, state.Delta{}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a header change")
+
+	// Another handle changes the header; this handle's next save, read
+	// at the new revision, writes its header whole.
+	other, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Update(ctx, "r", func(o *state.RunState) (state.Delta, error) {
+		o.Status = state.StatusFailed
+		o.Error = &state.RunError{Code: "x", Message: "set by another handle"}
+		return state.Delta{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st = mustLoad(t, s, "r")
+	st.Status = state.StatusRunning
+	st.Error = nil
+	st.Usage.ToolCalls = 9
+	if err := s.Save(ctx, st, state.Delta{}); err != nil {
+		t.Fatal(err)
+	}
+	check("after another handle's update")
+}

@@ -66,6 +66,50 @@ type Script struct {
 
 	mu       sync.Mutex
 	failures map[int]int // turn index → error replies given so far
+	seen     seenPrefix
+}
+
+// seenPrefix is what Complete counted in the conversation of its last
+// request: a run's next request is the same conversation with a few
+// messages appended, so only those are counted again and a reply costs
+// the same at turn 2,000 as at turn 2. base points at the first message
+// of that request's backing array; holding it keeps the array alive, so a
+// request with the same base and at least n messages extends the same
+// conversation (the runtime only ever appends to it).
+type seenPrefix struct {
+	base       *state.Message
+	n          int
+	last       state.Message // msgs[n-1] as counted, a check against edits in place
+	assistants int
+	bytes      int
+}
+
+// count returns the number of assistant messages and the estimated bytes
+// of msgs, counting only what is new since the last request when msgs
+// extends it.
+func (s *Script) count(msgs []state.Message) (assistants, bytes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	from := 0
+	if n := s.seen.n; n > 0 && len(msgs) >= n && s.seen.base == &msgs[0] && sameMessage(msgs[n-1], s.seen.last) {
+		from, assistants, bytes = s.seen.n, s.seen.assistants, s.seen.bytes
+	}
+	for _, m := range msgs[from:] {
+		if m.Role == state.RoleAssistant {
+			assistants++
+		}
+		bytes += messageBytes(m)
+	}
+	s.seen = seenPrefix{n: len(msgs), assistants: assistants, bytes: bytes}
+	if len(msgs) > 0 {
+		s.seen.base, s.seen.last = &msgs[0], msgs[len(msgs)-1]
+	}
+	return assistants, bytes
+}
+
+// sameMessage compares what the estimate counts of two messages.
+func sameMessage(a, b state.Message) bool {
+	return a.Seq == b.Seq && a.Role == b.Role && a.Content == b.Content && len(a.ToolCalls) == len(b.ToolCalls) && messageBytes(a) == messageBytes(b)
 }
 
 // scriptFile is the JSON shape of a script file.
@@ -374,12 +418,7 @@ func (s *Script) Complete(ctx context.Context, req Request, progress func(Event)
 	if err := ctx.Err(); err != nil {
 		return Reply{}, fmt.Errorf("script provider: %w", err)
 	}
-	idx := 0
-	for _, m := range req.Messages {
-		if m.Role == state.RoleAssistant {
-			idx++
-		}
-	}
+	idx, inBytes := s.count(req.Messages)
 	if idx >= len(s.turns) {
 		return Reply{}, &Error{
 			Kind: KindScriptExhausted,
@@ -406,7 +445,7 @@ func (s *Script) Complete(ctx context.Context, req Request, progress func(Event)
 			finish = "tool_calls"
 		}
 	}
-	usage := estimateUsage(req.Messages, msg)
+	usage := estimateUsage(inBytes, msg)
 	if u := t.Usage; u != nil {
 		usage.InputTokens, usage.OutputTokens = u.InputTokens, u.OutputTokens
 		usage.TotalTokens = u.TotalTokens
@@ -487,25 +526,24 @@ func (s *Script) fail(idx int, e *scriptError) error {
 // estimateUsage is the deterministic token estimate of a script reply: a
 // token per four bytes of text, rounded up, so budgets can be exercised
 // without a tokenizer.
-func estimateUsage(in []state.Message, out state.Message) state.Usage {
-	count := func(m state.Message) int {
-		n := len(m.Content)
-		for _, c := range m.ToolCalls {
-			n += len(c.Name) + len(c.Arguments)
-		}
-		return n
-	}
-	inBytes := 0
-	for _, m := range in {
-		inBytes += count(m)
-	}
+// inBytes is the request's messageBytes.
+func estimateUsage(inBytes int, out state.Message) state.Usage {
 	u := state.Usage{
 		InputTokens:      (inBytes + 3) / 4,
-		OutputTokens:     (count(out) + 3) / 4,
+		OutputTokens:     (messageBytes(out) + 3) / 4,
 		ProviderRequests: 1,
 	}
 	u.TotalTokens = u.InputTokens + u.OutputTokens
 	return u
+}
+
+// messageBytes is the text of a message that the usage estimate counts.
+func messageBytes(m state.Message) int {
+	n := len(m.Content)
+	for _, c := range m.ToolCalls {
+		n += len(c.Name) + len(c.Arguments)
+	}
+	return n
 }
 
 // splitWords cuts text after each run of spaces, keeping every byte.

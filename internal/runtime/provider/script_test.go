@@ -249,3 +249,47 @@ func TestSplitWords(t *testing.T) {
 		}
 	}
 }
+
+// A conversation that grows by appending is counted incrementally; the
+// estimate must be the one a fresh count of the whole request gives, also
+// when a message counted before is edited in place or another
+// conversation comes in between.
+func TestScriptUsageIncrementalMatchesFresh(t *testing.T) {
+	path := writeScript(t, `{"turns": [{"content": "a"}, {"content": "bb"}, {"content": "ccc"}, {"content": "dddd"}]}`)
+	s, err := NewScript(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := func(msgs []state.Message) state.Usage {
+		f, err := NewScript(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := f.Complete(context.Background(), Request{Messages: append([]state.Message(nil), msgs...)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Usage
+	}
+	msgs := make([]state.Message, 0, 16)
+	msgs = append(msgs, state.Message{Seq: 0, Role: state.RoleUser, Content: "hello there"})
+	other := []state.Message{{Seq: 0, Role: state.RoleUser, Content: "x"}}
+	for i := 0; i < 3; i++ {
+		r, err := s.Complete(context.Background(), Request{Messages: msgs}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fresh(msgs); r.Usage != want {
+			t.Fatalf("turn %d: usage %+v, want %+v", i+1, r.Usage, want)
+		}
+		if i == 0 {
+			if _, err := s.Complete(context.Background(), Request{Messages: other}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		msgs = append(msgs, r.Message, state.Message{Seq: len(msgs) + 1, Role: state.RoleUser, Content: "more text"})
+		if i == 1 {
+			msgs[len(msgs)-1].Content = "edited in place, longer"
+		}
+	}
+}

@@ -56,6 +56,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -96,6 +97,13 @@ type Store struct {
 	// beforeCommit, set by tests, runs inside a write transaction just
 	// before its COMMIT is sent.
 	beforeCommit func(ctx context.Context, tx pgx.Tx) error
+
+	// saved is each run's header as this handle last wrote it, by run
+	// id, so that a save whose header differs only in usage writes
+	// only usage and updated_at (see writeRun). Statements need no
+	// cache here: pgx prepares each query once per connection.
+	savedMu sync.Mutex
+	saved   map[string]savedHeader
 }
 
 var _ state.Store = (*Store)(nil)

@@ -141,6 +141,7 @@ func (s *Store) Create(ctx context.Context, st *state.RunState) error {
 		lease.Expires = expires.UTC()
 		st.Lease = lease
 	}
+	s.remember(st.ID, h.saved(1))
 	st.Revision = 1
 	st.CreatedAt, st.UpdatedAt = fromNanos(c), fromNanos(u)
 	return nil
@@ -351,10 +352,13 @@ func (s *Store) Save(ctx context.Context, st *state.RunState, d state.Delta) err
 	if st == nil || st.ID == "" {
 		return errors.New("save run: missing run id")
 	}
-	var updated int64
+	var (
+		updated int64
+		written savedHeader
+	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		updated, err = writeRun(ctx, tx, st, st.Revision, d)
+		updated, written, err = s.writeRun(ctx, tx, st, st.Revision, d)
 		return err
 	})
 	if errors.Is(err, errNotWritten) {
@@ -367,6 +371,7 @@ func (s *Store) Save(ctx context.Context, st *state.RunState, d state.Delta) err
 		}
 		return s.wrap(fmt.Errorf("save run %s: %w", st.ID, err))
 	}
+	s.remember(st.ID, written)
 	st.Revision++
 	st.UpdatedAt = fromNanos(updated)
 	return nil
@@ -386,6 +391,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(st *state.RunStat
 		fnErr   error
 		readRev int64
 		updated int64
+		written savedHeader
 	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -403,7 +409,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(st *state.RunStat
 			return err
 		}
 		st.ID, st.Lease = id, nil
-		updated, err = writeRun(ctx, tx, st, readRev, d)
+		updated, written, err = s.writeRun(ctx, tx, st, readRev, d)
 		return err
 	})
 	if fnErr != nil {
@@ -419,6 +425,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(st *state.RunStat
 		}
 		return nil, s.wrap(fmt.Errorf("update run %s: %w", id, err))
 	}
+	s.remember(id, written)
 	st.Revision = readRev + 1
 	st.UpdatedAt = fromNanos(updated)
 	st.Holder = nil
@@ -432,48 +439,101 @@ var errNotWritten = errors.New("conditional update matched no row")
 // header update, conditioned on the revision read and on the lease, and
 // the delta's rows. When the update matches nothing the caller's
 // transaction is rolled back, so the rows sent with it are never kept.
-func writeRun(ctx context.Context, tx pgx.Tx, st *state.RunState, readRev int64, d state.Delta) (int64, error) {
+// When this handle wrote the header at readRev and only the usage changed
+// since, only usage and updated_at are written (the indexes on status and
+// agent are left alone). It returns the new updated_at and the header
+// written.
+func (s *Store) writeRun(ctx context.Context, tx pgx.Tx, st *state.RunState, readRev int64, d state.Delta) (int64, savedHeader, error) {
 	h, err := encodeHeader(st)
 	if err != nil {
-		return 0, err
+		return 0, savedHeader{}, err
 	}
-	args := []any{h.status, h.agent, h.file, h.config, h.task, h.usage, h.output, h.runErr, st.ID, readRev}
+	next := h.saved(readRev + 1)
+	var args []any
+	var set string
+	if prev, ok := s.lastSaved(st.ID, readRev); ok && prev == next {
+		set = `usage = $1`
+		args = []any{h.usage}
+	} else {
+		set = `usage = $1, status = $2, agent = $3, file = $4, config = $5, task = $6, output = $7, error = $8`
+		args = []any{h.usage, h.status, h.agent, h.file, h.config, h.task, h.output, h.runErr}
+	}
+	n := len(args)
+	args = append(args, st.ID, readRev)
+	where := fmt.Sprintf(`id = $%d AND revision = $%d`, n+1, n+2)
 	fence := `NOT ` + live
 	if l := st.Lease; l != nil {
-		fence = `lease_owner = $11 AND lease_epoch = $12`
+		fence = fmt.Sprintf(`lease_owner = $%d AND lease_epoch = $%d`, n+3, n+4)
 		args = append(args, l.Owner, l.Epoch)
 	}
 	b := &pgx.Batch{}
-	b.Queue(`UPDATE nexa_runs SET
-			revision = revision + 1, status = $1, agent = $2, file = $3, updated_at = `+nowNanos+`,
-			config = $4, task = $5, usage = $6, output = $7, error = $8
-		WHERE id = $9 AND revision = $10 AND (`+fence+`)
+	b.Queue(`UPDATE nexa_runs SET revision = revision + 1, updated_at = `+nowNanos+`, `+set+`
+		WHERE `+where+` AND (`+fence+`)
 		RETURNING updated_at`, args...)
 	names, err := queueRows(b, st.ID, d)
 	if err != nil {
-		return 0, err
+		return 0, savedHeader{}, err
 	}
 	br := tx.SendBatch(ctx, b)
 	var updated int64
 	err = br.QueryRow().Scan(&updated)
 	if errors.Is(err, pgx.ErrNoRows) {
 		_ = br.Close()
-		return 0, errNotWritten
+		return 0, savedHeader{}, errNotWritten
 	}
 	if err != nil {
 		_ = br.Close()
-		return 0, err
+		return 0, savedHeader{}, err
 	}
 	for _, name := range names {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
 			if sqlState(err) == "23505" {
-				return 0, fmt.Errorf("%s: already stored (messages are append-only): %w", name, err)
+				return 0, savedHeader{}, fmt.Errorf("%s: already stored (messages are append-only): %w", name, err)
 			}
-			return 0, fmt.Errorf("%s: %w", name, err)
+			return 0, savedHeader{}, fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	return updated, br.Close()
+	return updated, next, br.Close()
+}
+
+// savedHeader is a run's header columns but usage at one revision,
+// comparable with ==.
+type savedHeader struct {
+	revision                          int64
+	status, agent, file, config, task string
+	output, runErr                    string
+	hasOutput, hasErr                 bool
+}
+
+func (h header) saved(rev int64) savedHeader {
+	sh := savedHeader{revision: rev, status: h.status, agent: h.agent, file: h.file, config: h.config, task: string(h.task),
+		output: string(h.output), hasOutput: h.output != nil}
+	if h.runErr != nil {
+		sh.runErr, sh.hasErr = *h.runErr, true
+	}
+	return sh
+}
+
+// remember records the header a write left at rev; a handle that has
+// seen many runs forgets them all rather than grow.
+func (s *Store) remember(id string, h savedHeader) {
+	s.savedMu.Lock()
+	defer s.savedMu.Unlock()
+	if s.saved == nil || len(s.saved) >= 1024 {
+		s.saved = map[string]savedHeader{}
+	}
+	s.saved[id] = h
+}
+
+// lastSaved returns the header this handle wrote for run id at rev, if it
+// knows it. Every write of a header column increments the revision, so a
+// row still at rev holds exactly that header.
+func (s *Store) lastSaved(id string, rev int64) (savedHeader, bool) {
+	s.savedMu.Lock()
+	defer s.savedMu.Unlock()
+	h, ok := s.saved[id]
+	return h, ok && h.revision == rev
 }
 
 // whyNotWritten names the condition of writeRun that failed, read after

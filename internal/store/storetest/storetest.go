@@ -38,6 +38,7 @@ var behaviours = []behaviour{
 	{"list: newest first, filtered by status and agent, limited", listFilters},
 	{"list: a cursor pages without gaps or repeats while runs are created and saved", listCursor},
 	{"load tail: the last rows and every open journal entry, and what was left out", loadTail},
+	{"header: usage-only saves, header changes and another handle's update all load as saved", headerDelta},
 }
 
 // Run checks every behaviour of the contract on the store newStore makes.
@@ -502,4 +503,52 @@ func loadTail(t *testing.T, h *harness) {
 	if _, _, err := tl.LoadTail(ctx, "run_missing", 2); !errors.Is(err, state.ErrNotFound) {
 		t.Errorf("LoadTail of a missing run: %v", err)
 	}
+}
+
+// headerDelta checks the header a store writes in part (stores write only
+// usage and updated_at when nothing else changed since their own last
+// write): every save loads back as it was saved, including a header
+// change after usage-only saves and a save after another handle changed
+// the header.
+func headerDelta(t *testing.T, h *harness) {
+	a, b := h.handle(), h.handle()
+	st := run("run_hdr", time.Time{})
+	mustCreate(t, a, st)
+	check := func(what string, want *state.RunState) {
+		t.Helper()
+		got := mustLoad(t, b, "run_hdr")
+		if got.Revision != want.Revision || got.Status != want.Status || got.Task != want.Task || got.Usage != want.Usage ||
+			string(got.Output) != string(want.Output) || (got.Error == nil) != (want.Error == nil) || got.Config.Agent != want.Config.Agent {
+			t.Fatalf("%s: loaded revision %d status %s task %q usage %+v output %s error %v, want revision %d status %s task %q usage %+v output %s error %v",
+				what, got.Revision, got.Status, got.Task, got.Usage, got.Output, got.Error, want.Revision, want.Status, want.Task, want.Usage, want.Output, want.Error)
+		}
+	}
+	for i := 1; i <= 3; i++ {
+		st.Usage.ToolCalls = i
+		if err := a.Save(ctx, st, state.Delta{}); err != nil {
+			t.Fatalf("usage-only Save: %v", err)
+		}
+		check("after a usage-only save", st)
+	}
+	st.Status, st.Task, st.Output = state.StatusCompleted, "another task", []byte(`"done"`)
+	if err := a.Save(ctx, st, state.Delta{}); err != nil {
+		t.Fatalf("header Save: %v", err)
+	}
+	check("after a header change", st)
+	upd, err := b.Update(ctx, "run_hdr", func(o *state.RunState) (state.Delta, error) {
+		o.Status = state.StatusFailed
+		o.Error = &state.RunError{Code: "x", Message: "set by another handle"}
+		return state.Delta{}, nil
+	})
+	if err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	check("after another handle's update", upd)
+	st = mustLoad(t, a, "run_hdr")
+	st.Status, st.Error, st.Output = state.StatusRunning, nil, nil
+	st.Usage.ToolCalls = 9
+	if err := a.Save(ctx, st, state.Delta{}); err != nil {
+		t.Fatalf("Save after the update: %v", err)
+	}
+	check("a save after another handle's update", st)
 }
