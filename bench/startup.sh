@@ -10,6 +10,7 @@
 # machine's load, the milliseconds do). Also prints the load average, to be
 # written beside the figures.
 set -euo pipefail
+if [ -z "${EPOCHREALTIME:-}" ]; then echo "bench/startup.sh needs bash 5 or later" >&2; exit 2; fi
 cd "$(dirname "$0")/.."
 runs=${1:-20}
 bin=${2:-}
@@ -39,13 +40,13 @@ cat > model.json <<'JSON'
 ]}
 JSON
 
-# wall seconds of one process, in milliseconds with one decimal
+# wall time of one process in milliseconds, read from bash's own clock
+# (EPOCHREALTIME, bash 5) so that no helper process is timed with it
 ms() {
-	local t0 t1
-	t0=$(date +%s%N)
+	local t0=$EPOCHREALTIME
 	"$@" >/dev/null 2>&1 || true
-	t1=$(date +%s%N)
-	echo $(((t1 - t0) / 100000)) | sed 's/\(.\)$/.\1/'
+	local t1=$EPOCHREALTIME
+	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f\n", (b - a) * 1000 }'
 }
 
 measure() {
