@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nexa-run/nexa/internal/runtime"
@@ -19,9 +20,13 @@ import (
 //go:embed templates/*.html
 var templateFS embed.FS
 
-var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"decision": decisionText,
-}).ParseFS(templateFS, "templates/*.html"))
+// pages parses the embedded templates on the first page served, so that
+// commands other than serve do not pay for it at start-up.
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"decision": decisionText,
+	}).ParseFS(templateFS, "templates/*.html"))
+})
 
 // statusOrder puts what needs a person first in the inbox.
 var statusOrder = []state.Status{
@@ -68,7 +73,7 @@ func (s *Server) routes() {
 func (s *Server) render(w http.ResponseWriter, status int, name string, d *pageData) {
 	d.Store = s.o.StoreName
 	var buf bytes.Buffer
-	if err := pages.ExecuteTemplate(&buf, name, d); err != nil {
+	if err := pages().ExecuteTemplate(&buf, name, d); err != nil {
 		s.logf("render %s: %v", name, err)
 		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
 		return
