@@ -317,7 +317,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 			ResumeFlags: providerFlags(c),
 		})
 	} else {
-		run, err = runner.Resume(ctx, resumeOptions(c, f, prog, agentName, prov.identity, wd, timeout, records))
+		run, err = runner.Resume(ctx, resumeOptions(c, f, prog, agentName, prov.identity, wd, timeout, records, decider(e)))
 		if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeRunNotFound {
 			re.Message = fmt.Sprintf("no run %s in the store %s", f.resume, st.Path())
 		}
@@ -329,7 +329,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 // resumeOptions maps the flags of a resume to the runtime's options; the
 // runtime applies the checks of runtime.md section 5 and records the
 // decisions before the run continues.
-func resumeOptions(c *cobra.Command, f *agentFlags, prog *ir.Program, agentName string, ident state.ProviderIdentity, wd string, timeout time.Duration, mcp []state.MCPServer) runtime.ResumeOptions {
+func resumeOptions(c *cobra.Command, f *agentFlags, prog *ir.Program, agentName string, ident state.ProviderIdentity, wd string, timeout time.Duration, mcp []state.MCPServer, by string) runtime.ResumeOptions {
 	req := runtime.ResumeRequest{SourceHash: prog.Hash, Agent: agentName, Provider: ident, WorkDir: wd, MCPServers: mcp}
 	if c.Flags().Changed("max-turns") {
 		req.Budgets.MaxTurns = &f.maxTurns
@@ -342,10 +342,10 @@ func resumeOptions(c *cobra.Command, f *agentFlags, prog *ir.Program, agentName 
 	}
 	var ds []runtime.Decision
 	for _, id := range f.approve {
-		ds = append(ds, runtime.Decision{CallID: id, Approve: true, Reason: f.reason})
+		ds = append(ds, runtime.Decision{CallID: id, Approve: true, Reason: f.reason, By: by})
 	}
 	for _, id := range f.deny {
-		ds = append(ds, runtime.Decision{CallID: id, Approve: false, Reason: f.reason})
+		ds = append(ds, runtime.Decision{CallID: id, Approve: false, Reason: f.reason, By: by})
 	}
 	return runtime.ResumeOptions{RunID: f.resume, Request: req, TimeoutGiven: timeout > 0, Decisions: ds}
 }

@@ -359,7 +359,7 @@ func newRunsApproveCmd(e *env, open storeOpener, hints hintFlagger) *cobra.Comma
 			if err := checkRunID(args[0]); err != nil {
 				return err
 			}
-			st, err := runtime.Decide(context.Background(), s, args[0], []runtime.Decision{{CallID: args[1], Approve: ok, Reason: reason}})
+			st, err := runtime.Decide(context.Background(), s, args[0], []runtime.Decision{{CallID: args[1], Approve: ok, Reason: reason, By: decider(e)}})
 			if err := runsWriteError(s, args[0], err); err != nil {
 				return err
 			}
