@@ -18,40 +18,23 @@ import (
 
 // runResult is the one JSON object `nexa agent` prints on stdout.
 type runResult struct {
-	RunID        *string           `json:"run_id"`
-	Status       string            `json:"status,omitempty"`
-	Agent        string            `json:"agent,omitempty"`
-	Revision     int64             `json:"revision,omitempty"`
-	SourceHash   string            `json:"source_hash,omitempty"`
-	Output       json.RawMessage   `json:"output"`
-	PendingCalls []pendingCall     `json:"pending_calls"`
-	UnknownCalls []unknownCall     `json:"unknown_calls"`
-	Usage        *state.Usage      `json:"usage,omitempty"`
-	Deadline     *time.Time        `json:"deadline"`
-	Error        *state.RunError   `json:"error"`
-	Resume       map[string]string `json:"resume,omitempty"`
-}
-
-type pendingCall struct {
-	CallID           string          `json:"call_id"`
-	Tool             string          `json:"tool"`
-	Arguments        json.RawMessage `json:"arguments"`
-	Description      string          `json:"description"`
-	RiskLevel        string          `json:"risk_level"`
-	RequiresApproval bool            `json:"requires_approval"`
-	Sandbox          bool            `json:"sandbox"`
-}
-
-type unknownCall struct {
-	CallID    string          `json:"call_id"`
-	Tool      string          `json:"tool"`
-	Arguments json.RawMessage `json:"arguments"`
-	StartedAt *time.Time      `json:"started_at"`
+	RunID        *string               `json:"run_id"`
+	Status       string                `json:"status,omitempty"`
+	Agent        string                `json:"agent,omitempty"`
+	Revision     int64                 `json:"revision,omitempty"`
+	SourceHash   string                `json:"source_hash,omitempty"`
+	Output       json.RawMessage       `json:"output"`
+	PendingCalls []runtime.PendingCall `json:"pending_calls"`
+	UnknownCalls []runtime.UnknownCall `json:"unknown_calls"`
+	Usage        *state.Usage          `json:"usage,omitempty"`
+	Deadline     *time.Time            `json:"deadline"`
+	Error        *state.RunError       `json:"error"`
+	Resume       map[string]string     `json:"resume,omitempty"`
 }
 
 // errorResult is the object printed when no run exists (run_id null).
 func errorResult(code, msg string) *runResult {
-	return &runResult{Output: json.RawMessage("null"), PendingCalls: []pendingCall{}, UnknownCalls: []unknownCall{}, Error: &state.RunError{Code: code, Message: msg}}
+	return &runResult{Output: json.RawMessage("null"), PendingCalls: []runtime.PendingCall{}, UnknownCalls: []runtime.UnknownCall{}, Error: &state.RunError{Code: code, Message: msg}}
 }
 
 // resultOf renders a run for the CLI. tool finds a tool's declaration
@@ -62,40 +45,30 @@ func errorResult(code, msg string) *runResult {
 func resultOf(st *state.RunState, tool func(string) *ir.Tool, file, flags string) *runResult {
 	id := st.ID
 	r := &runResult{
-		RunID:        &id,
-		Status:       string(st.Status),
-		Agent:        st.Config.Agent,
-		Revision:     st.Revision,
-		SourceHash:   st.Config.SourceHash,
-		Output:       st.Output,
-		PendingCalls: []pendingCall{},
-		UnknownCalls: []unknownCall{},
-		Deadline:     st.Config.Deadline,
-		Error:        st.Error,
+		RunID:      &id,
+		Status:     string(st.Status),
+		Agent:      st.Config.Agent,
+		Revision:   st.Revision,
+		SourceHash: st.Config.SourceHash,
+		Output:     st.Output,
+		Deadline:   st.Config.Deadline,
+		Error:      st.Error,
 	}
 	u := st.Usage
 	r.Usage = &u
 	if len(r.Output) == 0 {
 		r.Output = json.RawMessage("null")
 	}
-	for _, id := range runtime.PendingCallIDs(st) {
-		if st.Status.Terminal() {
-			// A timed-out or exhausted run never executes them:
-			// nothing is waiting for a decision any more.
-			break
-		}
-		e := st.Entry(id)
-		pc := pendingCall{CallID: e.CallID, Tool: e.Tool, Arguments: e.Arguments, RequiresApproval: true, RiskLevel: e.Risk,
-			Description: e.Description, Sandbox: e.Sandbox}
-		if tool != nil {
-			if t := tool(e.Tool); t != nil {
+	r.PendingCalls, r.UnknownCalls = runtime.OperatorCalls(st)
+	if tool != nil {
+		// The program being run is the authority on its tools; the
+		// journal's copy of their metadata is what the run recorded.
+		for i := range r.PendingCalls {
+			pc := &r.PendingCalls[i]
+			if t := tool(pc.Tool); t != nil {
 				pc.Description, pc.RiskLevel, pc.RequiresApproval, pc.Sandbox = t.Description, t.Risk, t.RequiresApproval, t.Sandbox
 			}
 		}
-		r.PendingCalls = append(r.PendingCalls, pc)
-	}
-	for _, e := range runtime.UnknownCalls(st) {
-		r.UnknownCalls = append(r.UnknownCalls, unknownCall{CallID: e.CallID, Tool: e.Tool, Arguments: e.Arguments, StartedAt: e.StartedAt})
 	}
 	r.Resume = resumeCommands(st, file, flags, r)
 	return r

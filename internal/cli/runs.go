@@ -252,10 +252,10 @@ func showView(st *state.RunState, flags string, tail *tailView) any {
 	res := resultOf(st, nil, "", flags)
 	return struct {
 		*state.RunState
-		PendingCalls []pendingCall     `json:"pending_calls"`
-		UnknownCalls []unknownCall     `json:"unknown_calls"`
-		Resume       map[string]string `json:"resume,omitempty"`
-		Tail         *tailView         `json:"tail,omitempty"`
+		PendingCalls []runtime.PendingCall `json:"pending_calls"`
+		UnknownCalls []runtime.UnknownCall `json:"unknown_calls"`
+		Resume       map[string]string     `json:"resume,omitempty"`
+		Tail         *tailView             `json:"tail,omitempty"`
 	}{st, res.PendingCalls, res.UnknownCalls, res.Resume, tail}
 }
 

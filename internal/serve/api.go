@@ -293,46 +293,19 @@ func (s *Server) decide(ctx context.Context, id string, revision int64, ds []run
 	return st, true, nil
 }
 
-// pendingView is a call waiting for a decision, as `nexa runs show --json`
-// lists it.
-type pendingView struct {
-	CallID           string          `json:"call_id"`
-	Tool             string          `json:"tool"`
-	Arguments        json.RawMessage `json:"arguments"`
-	Description      string          `json:"description"`
-	RiskLevel        string          `json:"risk_level"`
-	RequiresApproval bool            `json:"requires_approval"`
-	Sandbox          bool            `json:"sandbox"`
-}
-
-// unknownView is a call whose outcome is unknown.
-type unknownView struct {
-	CallID    string          `json:"call_id"`
-	Tool      string          `json:"tool"`
-	Arguments json.RawMessage `json:"arguments"`
-	StartedAt *time.Time      `json:"started_at"`
-}
-
 // runView is a run as the API and the pages show it: the stored state,
 // redacted, with the lists an operator acts on.
 type runView struct {
 	*state.RunState
-	PendingCalls []pendingView `json:"pending_calls"`
-	UnknownCalls []unknownView `json:"unknown_calls"`
+	PendingCalls []runtime.PendingCall `json:"pending_calls"`
+	UnknownCalls []runtime.UnknownCall `json:"unknown_calls"`
 }
 
 // view redacts a run and derives its pending and unknown calls.
 func (s *Server) view(st *state.RunState) runView {
 	red := s.redactRun(st)
-	v := runView{RunState: red, PendingCalls: []pendingView{}, UnknownCalls: []unknownView{}}
-	for _, id := range runtime.PendingCallIDs(red) {
-		e := red.Entry(id)
-		v.PendingCalls = append(v.PendingCalls, pendingView{CallID: e.CallID, Tool: e.Tool, Arguments: e.Arguments,
-			Description: e.Description, RiskLevel: e.Risk, RequiresApproval: e.NeedsApproval, Sandbox: e.Sandbox})
-	}
-	for _, e := range runtime.UnknownCalls(red) {
-		v.UnknownCalls = append(v.UnknownCalls, unknownView{CallID: e.CallID, Tool: e.Tool, Arguments: e.Arguments, StartedAt: e.StartedAt})
-	}
+	v := runView{RunState: red}
+	v.PendingCalls, v.UnknownCalls = runtime.OperatorCalls(red)
 	return v
 }
 

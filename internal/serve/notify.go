@@ -39,17 +39,17 @@ var notifyStatuses = map[state.Status]bool{
 type Event struct {
 	// Event is "run." and the status the run entered, e.g.
 	// run.waiting_approval.
-	Event     string        `json:"event"`
-	RunID     string        `json:"run_id"`
-	Status    state.Status  `json:"status"`
-	Agent     string        `json:"agent"`
-	File      string        `json:"file"`
-	Revision  int64         `json:"revision"`
-	UpdatedAt time.Time     `json:"updated_at"`
-	Pending   []pendingView `json:"pending_calls,omitempty"`
-	Unknown   []unknownView `json:"unknown_calls,omitempty"`
-	Error     *apiError     `json:"error,omitempty"`
-	URL       string        `json:"url,omitempty"`
+	Event     string                `json:"event"`
+	RunID     string                `json:"run_id"`
+	Status    state.Status          `json:"status"`
+	Agent     string                `json:"agent"`
+	File      string                `json:"file"`
+	Revision  int64                 `json:"revision"`
+	UpdatedAt time.Time             `json:"updated_at"`
+	Pending   []runtime.PendingCall `json:"pending_calls,omitempty"`
+	Unknown   []runtime.UnknownCall `json:"unknown_calls,omitempty"`
+	Error     *apiError             `json:"error,omitempty"`
+	URL       string                `json:"url,omitempty"`
 }
 
 // Notifier finds runs that entered a status worth announcing by polling

@@ -40,7 +40,7 @@ type group struct {
 }
 
 type pendingPage struct {
-	pendingView
+	runtime.PendingCall
 	Arguments string // indented for reading
 }
 
@@ -171,7 +171,7 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request, d *pageData, st
 	d.Executes = s.o.Execute != nil
 	d.ResumeCmd = resumeCommand(st)
 	for _, p := range v.PendingCalls {
-		d.Pending = append(d.Pending, pendingPage{pendingView: p, Arguments: indentJSON(p.Arguments)})
+		d.Pending = append(d.Pending, pendingPage{PendingCall: p, Arguments: indentJSON(p.Arguments)})
 	}
 	s.render(w, status, "run.html", d)
 }

@@ -131,8 +131,8 @@ func TestAPIListShowDecide(t *testing.T) {
 		t.Fatalf("show: %d %s", code, body)
 	}
 	var v struct {
-		Revision     int64         `json:"revision"`
-		PendingCalls []pendingView `json:"pending_calls"`
+		Revision     int64                 `json:"revision"`
+		PendingCalls []runtime.PendingCall `json:"pending_calls"`
 	}
 	if err := json.Unmarshal([]byte(body), &v); err != nil {
 		t.Fatal(err)
