@@ -104,7 +104,7 @@ func startChild(spec Spec, opts Options) (*child, error) {
 // of its group (the leader is a zombie then, so the group id cannot have
 // been reused), and reaps it.
 func (c *child) wait() {
-	waitExitNoReap(c.pid)
+	proctree.WaitExitNoReap(c.pid)
 	c.mu.Lock()
 	_ = syscall.Kill(-c.pid, syscall.SIGKILL)
 	c.waitErr = c.cmd.Wait()

@@ -11,6 +11,3 @@ import "errors"
 func stdioSupported() error {
 	return errors.New("this system cannot run MCP servers on stdio: nexa runs them on Linux only (MCP servers over HTTP work here)")
 }
-
-// waitExitNoReap is never called on this system: startChild refuses first.
-func waitExitNoReap(int) {}

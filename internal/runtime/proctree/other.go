@@ -10,3 +10,7 @@ func Start(cmd *exec.Cmd) error { return cmd.Start() }
 
 // StartDirect starts cmd, as Start does on this system.
 func StartDirect(cmd *exec.Cmd) error { return cmd.Start() }
+
+// WaitExitNoReap is never called on this system: the callers that need it
+// (Python tools, MCP servers on stdio) refuse to start here.
+func WaitExitNoReap(int) {}

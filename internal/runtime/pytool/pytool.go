@@ -471,7 +471,7 @@ func (e *Executor) run(ctx context.Context, inv runtime.Invocation, payload []by
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
-		waitExitNoReap(pid)
+		proctree.WaitExitNoReap(pid)
 	}()
 
 	timer, stopTimer := e.callTimer(inv)

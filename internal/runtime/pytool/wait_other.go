@@ -13,8 +13,5 @@ var errUnsupported = errors.New("this system cannot run Python tools: nexa runs 
 // supported refuses every call on this system, before anything starts.
 func supported() error { return errUnsupported }
 
-// waitExitNoReap is never called on this system: Execute refuses first.
-func waitExitNoReap(int) {}
-
 // controlSocketpair is never called on this system: Execute refuses first.
 func controlSocketpair() ([2]int, error) { return [2]int{-1, -1}, errUnsupported }

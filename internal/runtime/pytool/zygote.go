@@ -376,7 +376,7 @@ func startZygote(python, program, dir string, env []string, bound time.Duration)
 	go func() {
 		// Whatever is left of its group (a wrapper's child) goes with it,
 		// while it is an unreaped zombie and the group id is still ours.
-		waitExitNoReap(z.pid)
+		proctree.WaitExitNoReap(z.pid)
 		_ = syscall.Kill(-z.pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 		close(z.exited)
