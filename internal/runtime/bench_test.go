@@ -81,15 +81,22 @@ func BenchmarkRunStep(b *testing.B) {
 	}
 }
 
-func benchRunStep(b *testing.B, s state.Store, rounds int) {
-	defer s.Close()
-	prog := &ir.Program{
-		Hash: "sha256:bench",
+// echoProgram is the one-tool program the load tests and benchmarks run:
+// agent A with a low-risk tool echo(text) of the given body kind, served
+// by echoExec.
+func echoProgram(hash string, kind ir.BodyKind) *ir.Program {
+	return &ir.Program{
+		Hash: hash,
 		Tools: []*ir.Tool{{Name: "echo", Description: "Echo", Risk: "low", Timeout: 5,
 			Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
-			Body:       ir.Body{Kind: ir.BodyPython}}},
+			Body:       ir.Body{Kind: kind}}},
 		Agents: []*ir.Agent{{Name: "A", Prompt: "p", Tools: []string{"echo"}, Retry: -1}},
 	}
+}
+
+func benchRunStep(b *testing.B, s state.Store, rounds int) {
+	defer s.Close()
+	prog := echoProgram("sha256:bench", ir.BodyPython)
 	r, err := runtime.NewRunner(runtime.Config{Program: prog, Agent: prog.Agents[0], Store: s, Provider: loopProvider{rounds: rounds},
 		Executors: map[ir.BodyKind]runtime.Executor{ir.BodyPython: echoExec{}}})
 	if err != nil {

@@ -2,7 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"testing"
 
@@ -35,13 +34,7 @@ func TestOneCallStepMakesThreeCommits(t *testing.T) {
 	}
 	defer s.Close()
 	cs := &countingStore{Store: s}
-	prog := &ir.Program{
-		Hash: "sha256:commits",
-		Tools: []*ir.Tool{{Name: "echo", Description: "Echo", Risk: "low", Timeout: 5,
-			Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
-			Body:       ir.Body{Kind: ir.BodyPython}}},
-		Agents: []*ir.Agent{{Name: "A", Prompt: "p", Tools: []string{"echo"}, Retry: -1}},
-	}
+	prog := echoProgram("sha256:commits", ir.BodyPython)
 	const rounds = 5
 	r, err := runtime.NewRunner(runtime.Config{Program: prog, Agent: prog.Agents[0], Store: cs, Provider: loopProvider{rounds: rounds},
 		Executors: map[ir.BodyKind]runtime.Executor{ir.BodyPython: echoExec{}}})

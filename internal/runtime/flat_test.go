@@ -2,7 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,13 +36,7 @@ func BenchmarkFlat(b *testing.B) {
 	if err := os.WriteFile(script, []byte(sb.String()), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	prog := &ir.Program{
-		Hash: "sha256:flat",
-		Tools: []*ir.Tool{{Name: "echo", Description: "Echo", Risk: "low", Timeout: 5,
-			Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
-			Body:       ir.Body{Kind: ir.BodyPython}}},
-		Agents: []*ir.Agent{{Name: "A", Prompt: "p", Tools: []string{"echo"}, Retry: -1}},
-	}
+	prog := echoProgram("sha256:flat", ir.BodyPython)
 	for i := 0; i < b.N; i++ {
 		s, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "runs.sqlite3"))
 		if err != nil {

@@ -43,13 +43,7 @@ func TestManyRunsHelper(t *testing.T) {
 		return
 	}
 	defer s.Close()
-	prog := &ir.Program{
-		Hash: "sha256:many",
-		Tools: []*ir.Tool{{Name: "echo", Description: "Echo", Risk: "low", Timeout: 5,
-			Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
-			Body:       ir.Body{Kind: ir.BodyNative}}},
-		Agents: []*ir.Agent{{Name: "A", Prompt: "p", Tools: []string{"echo"}, Retry: -1}},
-	}
+	prog := echoProgram("sha256:many", ir.BodyNative)
 	r, err := runtime.NewRunner(runtime.Config{Program: prog, Agent: prog.Agents[0], Store: s, Provider: loopProvider{rounds: 2},
 		Executors: map[ir.BodyKind]runtime.Executor{ir.BodyNative: echoExec{}}})
 	if err != nil {
