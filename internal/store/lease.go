@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/store/runrow"
 )
 
 // Every file of a run besides its rows lives beside the database, named by
@@ -38,20 +39,6 @@ const (
 // errLockHeld: another open file description holds the run's lock file.
 var errLockHeld = errors.New("lock file held")
 
-// fileSafe accepts the run ids the store keeps files for: letters, digits,
-// '_', '-' and '.', not starting with '.', so an id never names a path.
-func fileSafe(id string) bool {
-	if id == "" || len(id) > 128 || id[0] == '.' {
-		return false
-	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return false
-		}
-	}
-	return true
-}
-
 func (s *SQLite) runFile(dir, id, suffix string) string {
 	return filepath.Join(filepath.Dir(s.path), dir, id+suffix)
 }
@@ -59,7 +46,7 @@ func (s *SQLite) runFile(dir, id, suffix string) string {
 // LogFile returns the path of a run's log of the given kind, creating the
 // logs directory (0700) if needed. Prune deletes the file with the run.
 func (s *SQLite) LogFile(runID string, kind LogKind) (string, error) {
-	if !fileSafe(runID) {
+	if !runrow.FileSafe(runID) {
 		return "", fmt.Errorf("log of run %q: not a run id", runID)
 	}
 	p := s.runFile(logsDir, runID, string(kind))
@@ -73,7 +60,7 @@ func (s *SQLite) LogFile(runID string, kind LogKind) (string, error) {
 // run; errLockHeld when another process, or another handle of this one,
 // holds it. The kernel releases the lock when the process dies.
 func (s *SQLite) lock(id string) (*os.File, error) {
-	if !fileSafe(id) {
+	if !runrow.FileSafe(id) {
 		return nil, fmt.Errorf("run id %q cannot name a lock file", id)
 	}
 	p := s.runFile(locksDir, id, ".lock")
@@ -97,7 +84,7 @@ func (s *SQLite) lock(id string) (*os.File, error) {
 // lockedElsewhere reports whether a live process (or another handle) holds
 // the run's lock file, without creating it.
 func (s *SQLite) lockedElsewhere(id string) bool {
-	if !fileSafe(id) {
+	if !runrow.FileSafe(id) {
 		return false
 	}
 	f, err := os.OpenFile(s.runFile(locksDir, id, ".lock"), os.O_RDWR, 0)

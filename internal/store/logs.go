@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/store/runrow"
 )
 
 // logKinds maps the names of state.RunLog to the files of a run.
@@ -20,7 +21,7 @@ var logKinds = []struct {
 // RunLogs reads the log files of a run that exist, for an export. It
 // creates nothing: an export only reads the store.
 func (s *SQLite) RunLogs(_ context.Context, id string) ([]state.RunLog, error) {
-	if !fileSafe(id) {
+	if !runrow.FileSafe(id) {
 		return nil, fmt.Errorf("logs of run %q: not a run id", id)
 	}
 	var out []state.RunLog

@@ -12,59 +12,12 @@ import (
 	"time"
 
 	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/store/runrow"
 )
 
-// header is the encoded form of a run's header columns.
-type header struct {
-	status, agent, file  string
-	config, task, usage  string
-	output, runErr       sql.NullString
-	createdAt, updatedAt int64
-}
-
-func encodeHeader(st *state.RunState) (header, error) {
-	h := header{
-		status: string(st.Status),
-		agent:  st.Config.Agent,
-		file:   st.Config.SourceFile,
-		task:   st.Task,
-	}
-	cfg, err := json.Marshal(st.Config)
-	if err != nil {
-		return h, fmt.Errorf("encode config: %w", err)
-	}
-	h.config = string(cfg)
-	usage, err := json.Marshal(st.Usage)
-	if err != nil {
-		return h, fmt.Errorf("encode usage: %w", err)
-	}
-	h.usage = string(usage)
-	if len(st.Output) > 0 {
-		if !json.Valid(st.Output) {
-			return h, errors.New("encode output: not valid JSON")
-		}
-		h.output = sql.NullString{String: string(st.Output), Valid: true}
-	}
-	if st.Error != nil {
-		b, err := json.Marshal(st.Error)
-		if err != nil {
-			return h, fmt.Errorf("encode error: %w", err)
-		}
-		h.runErr = sql.NullString{String: string(b), Valid: true}
-	}
-	return h, nil
-}
-
-// nanos stores a time as Unix nanoseconds; times outside 1678..2262 cannot be
-// represented and are refused rather than silently wrapped.
-func nanos(t time.Time) (int64, error) {
-	if t.Year() < 1678 || t.Year() > 2261 {
-		return 0, fmt.Errorf("timestamp %s out of the storable range", t.Format(time.RFC3339))
-	}
-	return t.UnixNano(), nil
-}
-
-func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+// nullString is a header column that may be SQL NULL as database/sql
+// binds it.
+func nullString(s string, ok bool) sql.NullString { return sql.NullString{String: s, Valid: ok} }
 
 // Create inserts st at revision 1 with all its messages, provider items and
 // journal entries, in one transaction. Zero CreatedAt/UpdatedAt are set to
@@ -81,14 +34,16 @@ func (s *SQLite) Create(ctx context.Context, st *state.RunState) error {
 	if updated.IsZero() {
 		updated = now
 	}
-	h, err := encodeHeader(st)
+	h, err := runrow.Encode(st)
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", st.ID, err)
 	}
-	if h.createdAt, err = nanos(created); err != nil {
+	createdNs, err := runrow.Nanos(created)
+	if err != nil {
 		return fmt.Errorf("create run %s: created_at: %w", st.ID, err)
 	}
-	if h.updatedAt, err = nanos(updated); err != nil {
+	updatedNs, err := runrow.Nanos(updated)
+	if err != nil {
 		return fmt.Errorf("create run %s: updated_at: %w", st.ID, err)
 	}
 
@@ -118,7 +73,8 @@ func (s *SQLite) Create(ctx context.Context, st *state.RunState) error {
 			(id, revision, status, agent, file, created_at, updated_at, config, task, usage, output, error,
 			 lease_owner, lease_epoch, lease_expires)
 			VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			st.ID, h.status, h.agent, h.file, h.createdAt, h.updatedAt, h.config, h.task, h.usage, h.output, h.runErr,
+			st.ID, h.Status, h.Agent, h.File, createdNs, updatedNs, h.Config, h.Task, h.Usage,
+			nullString(h.Output, h.HasOutput), nullString(h.Error, h.HasError),
 			owner, boolInt(lease != nil), expires)
 		if err != nil {
 			if isConstraint(err) {
@@ -142,10 +98,10 @@ func (s *SQLite) Create(ctx context.Context, st *state.RunState) error {
 		s.keep(st.ID, lock)
 		st.Lease = lease
 	}
-	s.remember(st.ID, h.saved(1))
+	s.saved.Remember(st.ID, 1, h)
 	st.Revision = 1
-	st.CreatedAt = fromNanos(h.createdAt)
-	st.UpdatedAt = fromNanos(h.updatedAt)
+	st.CreatedAt = runrow.Time(createdNs)
+	st.UpdatedAt = runrow.Time(updatedNs)
 	return nil
 }
 
@@ -240,36 +196,26 @@ func loadRunTail(ctx context.Context, q querier, id string, tail int) (*state.Ru
 		Journal:       []state.JournalEntry{},
 	}
 	var (
-		h      header
-		status string
+		status, config, usage string
+		task                  string
+		output, runErr        sql.NullString
+		created, updated      int64
 	)
 	err := q.QueryRowContext(ctx, `SELECT revision, status, created_at, updated_at, config, task, usage, output, error
 		FROM runs WHERE id = ?`, id).
-		Scan(&st.Revision, &status, &h.createdAt, &h.updatedAt, &h.config, &h.task, &h.usage, &h.output, &h.runErr)
+		Scan(&st.Revision, &status, &created, &updated, &config, &task, &usage, &output, &runErr)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, state.ErrNotFound
 	}
 	if err != nil {
 		return nil, dbErr(ctx, err)
 	}
-	st.Status = state.Status(status)
-	st.CreatedAt = fromNanos(h.createdAt)
-	st.UpdatedAt = fromNanos(h.updatedAt)
-	st.Task = h.task
-	if err := json.Unmarshal([]byte(h.config), &st.Config); err != nil {
-		return nil, fmt.Errorf("decode config: %w", err)
-	}
-	if err := json.Unmarshal([]byte(h.usage), &st.Usage); err != nil {
-		return nil, fmt.Errorf("decode usage: %w", err)
-	}
-	if h.output.Valid {
-		st.Output = json.RawMessage(h.output.String)
-	}
-	if h.runErr.Valid {
-		st.Error = new(state.RunError)
-		if err := json.Unmarshal([]byte(h.runErr.String), st.Error); err != nil {
-			return nil, fmt.Errorf("decode error: %w", err)
-		}
+	st.CreatedAt = runrow.Time(created)
+	st.UpdatedAt = runrow.Time(updated)
+	h := runrow.Header{Status: status, Config: config, Task: task, Usage: usage,
+		Output: output.String, HasOutput: output.Valid, Error: runErr.String, HasError: runErr.Valid}
+	if err := h.Decode(st); err != nil {
+		return nil, err
 	}
 
 	mq, iq, jq := messagesAll, itemsAll, journalAll
@@ -282,55 +228,32 @@ func loadRunTail(ctx context.Context, q querier, id string, tail int) (*state.Ru
 	}
 	err = eachRow(ctx, q, mq, args,
 		func(seq int, _ string, body []byte) error {
-			var m state.Message
-			if err := json.Unmarshal(body, &m); err != nil {
-				return fmt.Errorf("decode message %d: %w", seq, err)
-			}
-			m.Seq = seq
+			m, err := runrow.Message(seq, body)
 			st.Messages = append(st.Messages, m)
-			return nil
+			return err
 		})
 	if err != nil {
 		return nil, err
 	}
 	err = eachRow(ctx, q, iq, args,
 		func(seq int, _ string, body []byte) error {
-			var it state.ProviderItem
-			if err := json.Unmarshal(body, &it); err != nil {
-				return fmt.Errorf("decode provider item %d: %w", seq, err)
-			}
-			it.Seq = seq
-			it.Raw = nullRaw(it.Raw)
+			it, err := runrow.ProviderItem(seq, body)
 			st.ProviderItems = append(st.ProviderItems, it)
-			return nil
+			return err
 		})
 	if err != nil {
 		return nil, err
 	}
 	err = eachRow(ctx, q, jq, args,
 		func(seq int, callID string, body []byte) error {
-			var e state.JournalEntry
-			if err := json.Unmarshal(body, &e); err != nil {
-				return fmt.Errorf("decode journal entry %s: %w", callID, err)
-			}
-			e.Seq, e.CallID = seq, callID
-			e.Arguments = nullRaw(e.Arguments)
+			e, err := runrow.JournalEntry(seq, callID, body)
 			st.Journal = append(st.Journal, e)
-			return nil
+			return err
 		})
 	if err != nil {
 		return nil, err
 	}
 	return st, nil
-}
-
-// nullRaw maps the JSON null that encoding/json stores for a nil RawMessage
-// back to nil, so a nil field loads as nil. Both encode to null again.
-func nullRaw(r json.RawMessage) json.RawMessage {
-	if string(r) == "null" {
-		return nil
-	}
-	return r
 }
 
 // eachRow runs a child-table query whose columns are seq, [call_id,] body.
@@ -380,7 +303,7 @@ func (s *SQLite) Save(ctx context.Context, st *state.RunState, d state.Delta) er
 		return fmt.Errorf("save run %s: %w", st.ID, err)
 	}
 	now := s.now().UTC()
-	var written savedHeader
+	var written runrow.Header
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		written, err = s.writeRun(ctx, tx, st, st.Revision, now, d)
@@ -393,7 +316,7 @@ func (s *SQLite) Save(ctx context.Context, st *state.RunState, d state.Delta) er
 		}
 		return fmt.Errorf("save run %s: %w", st.ID, err)
 	}
-	s.remember(st.ID, written)
+	s.saved.Remember(st.ID, st.Revision+1, written)
 	st.Revision++
 	st.UpdatedAt = now
 	return nil
@@ -416,7 +339,7 @@ func (s *SQLite) Update(ctx context.Context, id string, fn func(st *state.RunSta
 		fnErr   error
 		now     time.Time
 		readRev int64
-		written savedHeader
+		written runrow.Header
 	)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -445,7 +368,7 @@ func (s *SQLite) Update(ctx context.Context, id string, fn func(st *state.RunSta
 		}
 		return nil, fmt.Errorf("update run %s: %w", id, err)
 	}
-	s.remember(id, written)
+	s.saved.Remember(id, readRev+1, written)
 	st.Revision = readRev + 1
 	st.UpdatedAt = now
 	return st, nil
@@ -522,7 +445,6 @@ const (
 // prepare prepares the statements of a save (s.stmts).
 func (s *SQLite) prepare(ctx context.Context) error {
 	s.stmts = map[string]*sql.Stmt{}
-	s.saved = map[string]savedHeader{}
 	for _, q := range []string{sqlInsertMessage, sqlUpsertItem, sqlUpsertEntry,
 		sqlSetAll + fenceLease, sqlSetAll + fenceFree, sqlSetUsage + fenceLease, sqlSetUsage + fenceFree} {
 		st, err := s.db.PrepareContext(ctx, q)
@@ -545,80 +467,38 @@ func (s *SQLite) exec(ctx context.Context, tx *sql.Tx, query string, args ...any
 	return tx.StmtContext(ctx, p).ExecContext(ctx, args...)
 }
 
-// savedHeader is a run's header columns (but usage) at one revision.
-type savedHeader struct {
-	revision             int64
-	status, config, task string
-	agent, file          string
-	output, runErr       sql.NullString
-}
-
-func (h header) saved(rev int64) savedHeader {
-	return savedHeader{revision: rev, status: h.status, config: h.config, task: h.task, output: h.output, runErr: h.runErr,
-		agent: h.agent, file: h.file}
-}
-
-// remember records the header a write left at rev; a store that has seen
-// many runs forgets them all rather than grow.
-func (s *SQLite) remember(id string, h savedHeader) {
-	s.savedMu.Lock()
-	defer s.savedMu.Unlock()
-	if s.saved == nil || len(s.saved) >= 1024 {
-		s.saved = map[string]savedHeader{}
-	}
-	s.saved[id] = h
-}
-
-// lastSaved returns the header this handle wrote for run id at rev, if
-// it knows it. Every write of a header column increments the revision, so
-// a row still at rev holds exactly that header.
-func (s *SQLite) lastSaved(id string, rev int64) (savedHeader, bool) {
-	s.savedMu.Lock()
-	defer s.savedMu.Unlock()
-	h, ok := s.saved[id]
-	return h, ok && h.revision == rev
-}
-
 // writeRun is the compare-and-set: the header update matches only the
 // revision that was read and, fenced by st.Lease, only that lease (without
 // one, only a run no live lease holds); then the delta's rows. When this
 // handle wrote the header at readRev and only the usage changed since,
 // only usage and updated_at are written.
-func (s *SQLite) writeRun(ctx context.Context, tx *sql.Tx, st *state.RunState, readRev int64, now time.Time, d state.Delta) (savedHeader, error) {
-	h, err := encodeHeader(st)
+func (s *SQLite) writeRun(ctx context.Context, tx *sql.Tx, st *state.RunState, readRev int64, now time.Time, d state.Delta) (runrow.Header, error) {
+	h, err := runrow.Encode(st)
 	if err != nil {
-		return savedHeader{}, err
+		return runrow.Header{}, err
 	}
 	fence, fargs := fenceFree, []any{now.UnixNano()}
 	if l := st.Lease; l != nil {
 		fence, fargs = fenceLease, []any{l.Owner, l.Epoch}
 	}
-	next := h.saved(readRev + 1)
 	var res sql.Result
-	if prev, ok := s.lastSaved(st.ID, readRev); ok && sameHeader(prev, next) {
-		res, err = s.exec(ctx, tx, sqlSetUsage+fence, append([]any{now.UnixNano(), h.usage, st.ID, readRev}, fargs...)...)
+	if s.saved.UsageOnly(st.ID, readRev, h) {
+		res, err = s.exec(ctx, tx, sqlSetUsage+fence, append([]any{now.UnixNano(), h.Usage, st.ID, readRev}, fargs...)...)
 	} else {
-		res, err = s.exec(ctx, tx, sqlSetAll+fence, append([]any{now.UnixNano(), h.usage, h.status, h.agent, h.file,
-			h.config, h.task, h.output, h.runErr, st.ID, readRev}, fargs...)...)
+		res, err = s.exec(ctx, tx, sqlSetAll+fence, append([]any{now.UnixNano(), h.Usage, h.Status, h.Agent, h.File,
+			h.Config, h.Task, nullString(h.Output, h.HasOutput), nullString(h.Error, h.HasError), st.ID, readRev}, fargs...)...)
 	}
 	if err != nil {
-		return savedHeader{}, dbErr(ctx, err)
+		return runrow.Header{}, dbErr(ctx, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return savedHeader{}, dbErr(ctx, err)
+		return runrow.Header{}, dbErr(ctx, err)
 	}
 	if n == 0 {
-		return savedHeader{}, whyNotWritten(ctx, tx, st, readRev)
+		return runrow.Header{}, whyNotWritten(ctx, tx, st, readRev)
 	}
-	return next, s.writeRows(ctx, tx, st.ID, d)
-}
-
-// sameHeader reports whether two headers differ at most in usage and
-// updated_at (neither is kept in savedHeader).
-func sameHeader(a, b savedHeader) bool {
-	return a.status == b.status && a.config == b.config && a.task == b.task && a.output == b.output &&
-		a.runErr == b.runErr && a.agent == b.agent && a.file == b.file
+	return h, s.writeRows(ctx, tx, st.ID, d)
 }
 
 // whyNotWritten names the condition of writeRun that failed.
@@ -662,7 +542,7 @@ func readLease(ctx context.Context, q querier, id string, rev *int64) (state.Lea
 	}
 	if owner.Valid {
 		l.Owner = owner.String
-		l.Expires = fromNanos(expires)
+		l.Expires = runrow.Time(expires)
 	}
 	return l, nil
 }
@@ -769,7 +649,7 @@ func (s *SQLite) List(ctx context.Context, f state.Filter) ([]state.Summary, err
 			return nil, fmt.Errorf("list runs: %w", dbErr(ctx, err))
 		}
 		sum.Status = state.Status(status)
-		sum.CreatedAt, sum.UpdatedAt = fromNanos(created), fromNanos(updated)
+		sum.CreatedAt, sum.UpdatedAt = runrow.Time(created), runrow.Time(updated)
 		out = append(out, sum)
 	}
 	if err := rows.Err(); err != nil {

@@ -17,6 +17,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/store/runrow"
 )
 
 // DirName is the directory, under the working directory, that holds the
@@ -75,11 +76,10 @@ type SQLite struct {
 	// the database (and by database/sql once per pooled connection), so
 	// a save does not compile its SQL again.
 	stmts map[string]*sql.Stmt
-	// saved is each run's header as this handle last wrote it, by run
-	// id, so that a save whose header differs only in usage and
-	// updated_at writes only those (see writeRun).
-	savedMu sync.Mutex
-	saved   map[string]savedHeader
+	// saved is each run's header as this handle last wrote it, so that
+	// a save whose header differs only in usage and updated_at writes
+	// only those (see writeRun).
+	saved runrow.Saved
 }
 
 var _ state.Store = (*SQLite)(nil)

@@ -56,7 +56,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -64,6 +63,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/store/runrow"
 )
 
 // Errors a caller may want to tell apart (with errors.Is).
@@ -102,8 +102,7 @@ type Store struct {
 	// id, so that a save whose header differs only in usage writes
 	// only usage and updated_at (see writeRun). Statements need no
 	// cache here: pgx prepares each query once per connection.
-	savedMu sync.Mutex
-	saved   map[string]savedHeader
+	saved runrow.Saved
 }
 
 var _ state.Store = (*Store)(nil)
@@ -221,26 +220,13 @@ func (s *Store) LogFile(runID, suffix string) (string, error) {
 	if s.logDir == "" {
 		return "", fmt.Errorf("log of run %s: no log directory configured", runID)
 	}
-	if !fileSafe(runID) {
+	if !runrow.FileSafe(runID) {
 		return "", fmt.Errorf("log of run %q: not a run id", runID)
 	}
 	if err := os.MkdirAll(s.logDir, 0o700); err != nil {
 		return "", fmt.Errorf("log of run %s: %w", runID, err)
 	}
 	return filepath.Join(s.logDir, runID+suffix), nil
-}
-
-// fileSafe accepts the run ids a file may be named after.
-func fileSafe(id string) bool {
-	if id == "" || len(id) > 128 || id[0] == '.' {
-		return false
-	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return false
-		}
-	}
-	return true
 }
 
 // scrubbed is an error whose text had the password removed; Unwrap keeps

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/store/runrow"
 )
 
 // nowNanos is the database clock as Unix nanoseconds (exact: extract
@@ -23,58 +24,32 @@ const nowNanos = `(extract(epoch from now())::numeric * 1000000000)::bigint`
 // live is the condition "a live lease holds the run".
 const live = `(lease_owner IS NOT NULL AND lease_expires > now())`
 
-// header is the encoded form of a run's header columns.
-type header struct {
-	status, agent, file string
-	config, usage       string
-	task                []byte
-	output              []byte
-	runErr              *string
-}
-
-func encodeHeader(st *state.RunState) (header, error) {
-	h := header{status: string(st.Status), agent: st.Config.Agent, file: st.Config.SourceFile, task: []byte(st.Task)}
-	cfg, err := json.Marshal(st.Config)
-	if err != nil {
-		return h, fmt.Errorf("encode config: %w", err)
-	}
-	h.config = string(cfg)
-	usage, err := json.Marshal(st.Usage)
-	if err != nil {
-		return h, fmt.Errorf("encode usage: %w", err)
-	}
-	h.usage = string(usage)
-	if len(st.Output) > 0 {
-		if !json.Valid(st.Output) {
-			return h, errors.New("encode output: not valid JSON")
-		}
-		h.output = []byte(st.Output)
-	}
-	if st.Error != nil {
-		b, err := json.Marshal(st.Error)
-		if err != nil {
-			return h, fmt.Errorf("encode error: %w", err)
-		}
-		e := string(b)
-		h.runErr = &e
-	}
-	return h, nil
-}
-
 // nanosOrNil stores a caller's time as Unix nanoseconds; zero means "the
 // database's now".
 func nanosOrNil(t time.Time) (*int64, error) {
 	if t.IsZero() {
 		return nil, nil
 	}
-	if t.Year() < 1678 || t.Year() > 2261 {
-		return nil, fmt.Errorf("timestamp %s out of the storable range", t.Format(time.RFC3339))
+	n, err := runrow.Nanos(t)
+	if err != nil {
+		return nil, err
 	}
-	n := t.UnixNano()
 	return &n, nil
 }
 
-func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+// columns gives the header columns that may be NULL as pgx binds them:
+// task as bytes (bytea), output as bytes, error as a nullable string.
+func columns(h runrow.Header) (task, output []byte, runErr *string) {
+	task = []byte(h.Task)
+	if h.HasOutput {
+		output = []byte(h.Output)
+	}
+	if h.HasError {
+		e := h.Error
+		runErr = &e
+	}
+	return task, output, runErr
+}
 
 func micros(d time.Duration) int64 {
 	if us := d.Microseconds(); us > 0 {
@@ -92,10 +67,11 @@ func (s *Store) Create(ctx context.Context, st *state.RunState) error {
 	if st == nil || st.ID == "" {
 		return errors.New("create run: missing run id")
 	}
-	h, err := encodeHeader(st)
+	h, err := runrow.Encode(st)
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", st.ID, err)
 	}
+	task, output, runErr := columns(h)
 	created, err := nanosOrNil(st.CreatedAt)
 	if err != nil {
 		return fmt.Errorf("create run %s: created_at: %w", st.ID, err)
@@ -124,7 +100,7 @@ func (s *Store) Create(ctx context.Context, st *state.RunState) error {
 			 CASE WHEN $12::text IS NULL THEN NULL ELSE now() + $13::bigint * interval '1 microsecond' END)
 			ON CONFLICT (id) DO NOTHING
 			RETURNING created_at, updated_at, lease_expires`,
-			st.ID, h.status, h.agent, h.file, created, updated, h.config, h.task, h.usage, h.output, h.runErr,
+			st.ID, h.Status, h.Agent, h.File, created, updated, h.Config, task, h.Usage, output, runErr,
 			owner, ttl).Scan(&c, &u, &expires)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: %s", state.ErrExists, st.ID)
@@ -141,9 +117,9 @@ func (s *Store) Create(ctx context.Context, st *state.RunState) error {
 		lease.Expires = expires.UTC()
 		st.Lease = lease
 	}
-	s.remember(st.ID, h.saved(1))
+	s.saved.Remember(st.ID, 1, h)
 	st.Revision = 1
-	st.CreatedAt, st.UpdatedAt = fromNanos(c), fromNanos(u)
+	st.CreatedAt, st.UpdatedAt = runrow.Time(c), runrow.Time(u)
 	return nil
 }
 
@@ -236,23 +212,14 @@ func loadRunTail(ctx context.Context, tx pgx.Tx, id string, forUpdate bool, tail
 	if err != nil {
 		return nil, err
 	}
-	st.Status = state.Status(status)
-	st.CreatedAt, st.UpdatedAt = fromNanos(created), fromNanos(updated)
-	st.Task = string(task)
-	if err := json.Unmarshal([]byte(config), &st.Config); err != nil {
-		return nil, fmt.Errorf("decode config: %w", err)
-	}
-	if err := json.Unmarshal([]byte(usage), &st.Usage); err != nil {
-		return nil, fmt.Errorf("decode usage: %w", err)
-	}
-	if len(output) > 0 {
-		st.Output = json.RawMessage(output)
-	}
+	st.CreatedAt, st.UpdatedAt = runrow.Time(created), runrow.Time(updated)
+	h := runrow.Header{Status: status, Config: config, Task: string(task), Usage: usage,
+		Output: string(output), HasOutput: len(output) > 0}
 	if runErr != nil {
-		st.Error = new(state.RunError)
-		if err := json.Unmarshal([]byte(*runErr), st.Error); err != nil {
-			return nil, fmt.Errorf("decode error: %w", err)
-		}
+		h.Error, h.HasError = *runErr, true
+	}
+	if err := h.Decode(st); err != nil {
+		return nil, err
 	}
 	if isLive && owner != nil && expires != nil {
 		st.Holder = &state.Lease{Owner: *owner, Epoch: epoch, Expires: expires.UTC()}
@@ -266,54 +233,32 @@ func loadRunTail(ctx context.Context, tx pgx.Tx, id string, forUpdate bool, tail
 	}
 	rows, _ := tx.Query(ctx, mq, args...)
 	err = eachRow(rows, func(seq int, _ string, body string) error {
-		var m state.Message
-		if err := json.Unmarshal([]byte(body), &m); err != nil {
-			return fmt.Errorf("decode message %d: %w", seq, err)
-		}
-		m.Seq = seq
+		m, err := runrow.Message(seq, []byte(body))
 		st.Messages = append(st.Messages, m)
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	rows, _ = tx.Query(ctx, iq, args...)
 	err = eachRow(rows, func(seq int, _ string, body string) error {
-		var it state.ProviderItem
-		if err := json.Unmarshal([]byte(body), &it); err != nil {
-			return fmt.Errorf("decode provider item %d: %w", seq, err)
-		}
-		it.Seq = seq
-		it.Raw = nullRaw(it.Raw)
+		it, err := runrow.ProviderItem(seq, []byte(body))
 		st.ProviderItems = append(st.ProviderItems, it)
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	rows, _ = tx.Query(ctx, jq, args...)
 	err = eachRow(rows, func(seq int, callID string, body string) error {
-		var e state.JournalEntry
-		if err := json.Unmarshal([]byte(body), &e); err != nil {
-			return fmt.Errorf("decode journal entry %s: %w", callID, err)
-		}
-		e.Seq, e.CallID = seq, callID
-		e.Arguments = nullRaw(e.Arguments)
+		e, err := runrow.JournalEntry(seq, callID, []byte(body))
 		st.Journal = append(st.Journal, e)
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return st, nil
-}
-
-// nullRaw maps the JSON null stored for a nil RawMessage back to nil.
-func nullRaw(r json.RawMessage) json.RawMessage {
-	if string(r) == "null" {
-		return nil
-	}
-	return r
 }
 
 // eachRow reads child rows whose columns are seq, [call_id,] body.
@@ -354,7 +299,7 @@ func (s *Store) Save(ctx context.Context, st *state.RunState, d state.Delta) err
 	}
 	var (
 		updated int64
-		written savedHeader
+		written runrow.Header
 	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -371,9 +316,9 @@ func (s *Store) Save(ctx context.Context, st *state.RunState, d state.Delta) err
 		}
 		return s.wrap(fmt.Errorf("save run %s: %w", st.ID, err))
 	}
-	s.remember(st.ID, written)
+	s.saved.Remember(st.ID, st.Revision+1, written)
 	st.Revision++
-	st.UpdatedAt = fromNanos(updated)
+	st.UpdatedAt = runrow.Time(updated)
 	return nil
 }
 
@@ -391,7 +336,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(st *state.RunStat
 		fnErr   error
 		readRev int64
 		updated int64
-		written savedHeader
+		written runrow.Header
 	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -425,9 +370,9 @@ func (s *Store) Update(ctx context.Context, id string, fn func(st *state.RunStat
 		}
 		return nil, s.wrap(fmt.Errorf("update run %s: %w", id, err))
 	}
-	s.remember(id, written)
+	s.saved.Remember(id, readRev+1, written)
 	st.Revision = readRev + 1
-	st.UpdatedAt = fromNanos(updated)
+	st.UpdatedAt = runrow.Time(updated)
 	st.Holder = nil
 	return st, nil
 }
@@ -443,20 +388,20 @@ var errNotWritten = errors.New("conditional update matched no row")
 // since, only usage and updated_at are written (the indexes on status and
 // agent are left alone). It returns the new updated_at and the header
 // written.
-func (s *Store) writeRun(ctx context.Context, tx pgx.Tx, st *state.RunState, readRev int64, d state.Delta) (int64, savedHeader, error) {
-	h, err := encodeHeader(st)
+func (s *Store) writeRun(ctx context.Context, tx pgx.Tx, st *state.RunState, readRev int64, d state.Delta) (int64, runrow.Header, error) {
+	h, err := runrow.Encode(st)
 	if err != nil {
-		return 0, savedHeader{}, err
+		return 0, runrow.Header{}, err
 	}
-	next := h.saved(readRev + 1)
 	var args []any
 	var set string
-	if prev, ok := s.lastSaved(st.ID, readRev); ok && prev == next {
+	if s.saved.UsageOnly(st.ID, readRev, h) {
 		set = `usage = $1`
-		args = []any{h.usage}
+		args = []any{h.Usage}
 	} else {
+		task, output, runErr := columns(h)
 		set = `usage = $1, status = $2, agent = $3, file = $4, config = $5, task = $6, output = $7, error = $8`
-		args = []any{h.usage, h.status, h.agent, h.file, h.config, h.task, h.output, h.runErr}
+		args = []any{h.Usage, h.Status, h.Agent, h.File, h.Config, task, output, runErr}
 	}
 	n := len(args)
 	args = append(args, st.ID, readRev)
@@ -472,68 +417,29 @@ func (s *Store) writeRun(ctx context.Context, tx pgx.Tx, st *state.RunState, rea
 		RETURNING updated_at`, args...)
 	names, err := queueRows(b, st.ID, d)
 	if err != nil {
-		return 0, savedHeader{}, err
+		return 0, runrow.Header{}, err
 	}
 	br := tx.SendBatch(ctx, b)
 	var updated int64
 	err = br.QueryRow().Scan(&updated)
 	if errors.Is(err, pgx.ErrNoRows) {
 		_ = br.Close()
-		return 0, savedHeader{}, errNotWritten
+		return 0, runrow.Header{}, errNotWritten
 	}
 	if err != nil {
 		_ = br.Close()
-		return 0, savedHeader{}, err
+		return 0, runrow.Header{}, err
 	}
 	for _, name := range names {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
 			if sqlState(err) == "23505" {
-				return 0, savedHeader{}, fmt.Errorf("%s: already stored (messages are append-only): %w", name, err)
+				return 0, runrow.Header{}, fmt.Errorf("%s: already stored (messages are append-only): %w", name, err)
 			}
-			return 0, savedHeader{}, fmt.Errorf("%s: %w", name, err)
+			return 0, runrow.Header{}, fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	return updated, next, br.Close()
-}
-
-// savedHeader is a run's header columns but usage at one revision,
-// comparable with ==.
-type savedHeader struct {
-	revision                          int64
-	status, agent, file, config, task string
-	output, runErr                    string
-	hasOutput, hasErr                 bool
-}
-
-func (h header) saved(rev int64) savedHeader {
-	sh := savedHeader{revision: rev, status: h.status, agent: h.agent, file: h.file, config: h.config, task: string(h.task),
-		output: string(h.output), hasOutput: h.output != nil}
-	if h.runErr != nil {
-		sh.runErr, sh.hasErr = *h.runErr, true
-	}
-	return sh
-}
-
-// remember records the header a write left at rev; a handle that has
-// seen many runs forgets them all rather than grow.
-func (s *Store) remember(id string, h savedHeader) {
-	s.savedMu.Lock()
-	defer s.savedMu.Unlock()
-	if s.saved == nil || len(s.saved) >= 1024 {
-		s.saved = map[string]savedHeader{}
-	}
-	s.saved[id] = h
-}
-
-// lastSaved returns the header this handle wrote for run id at rev, if it
-// knows it. Every write of a header column increments the revision, so a
-// row still at rev holds exactly that header.
-func (s *Store) lastSaved(id string, rev int64) (savedHeader, bool) {
-	s.savedMu.Lock()
-	defer s.savedMu.Unlock()
-	h, ok := s.saved[id]
-	return h, ok && h.revision == rev
+	return updated, h, br.Close()
 }
 
 // whyNotWritten names the condition of writeRun that failed, read after
@@ -770,7 +676,7 @@ func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Summary, erro
 			return nil, s.wrap(fmt.Errorf("list runs: %w", err))
 		}
 		sum.Status = state.Status(status)
-		sum.CreatedAt, sum.UpdatedAt = fromNanos(created), fromNanos(updated)
+		sum.CreatedAt, sum.UpdatedAt = runrow.Time(created), runrow.Time(updated)
 		out = append(out, sum)
 	}
 	if err := rows.Err(); err != nil {
@@ -825,7 +731,7 @@ func (s *Store) Prune(ctx context.Context, f state.Filter) (state.PruneReport, e
 	if s.logDir != "" {
 		for _, id := range deleted {
 			for _, suffix := range []string{".log", ".mcp.log"} {
-				if !fileSafe(id) {
+				if !runrow.FileSafe(id) {
 					continue
 				}
 				if err := os.Remove(s.logDir + string(os.PathSeparator) + id + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {

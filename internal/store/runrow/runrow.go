@@ -1,0 +1,189 @@
+// Package runrow is the one encoding of a run's rows shared by every store
+// (SQLite and PostgreSQL). A run saved by one store must load the same from
+// another, and a fix to how a header or a journal body is written must reach
+// both, so the driver-independent half of the mapping lives here: each store
+// keeps only its driver's types for NULL and its queries.
+package runrow
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+// Header is a run's header columns as stored, comparable with == so a store
+// can tell whether a save changes more than the usage. Output and Error are
+// SQL NULL unless HasOutput or HasError.
+type Header struct {
+	Status, Agent, File string
+	Config, Task, Usage string
+	Output, Error       string
+	HasOutput, HasError bool
+}
+
+// Encode gives the header columns of st; output that is not valid JSON is
+// refused here, before any store writes it.
+func Encode(st *state.RunState) (Header, error) {
+	h := Header{Status: string(st.Status), Agent: st.Config.Agent, File: st.Config.SourceFile, Task: st.Task}
+	cfg, err := json.Marshal(st.Config)
+	if err != nil {
+		return h, fmt.Errorf("encode config: %w", err)
+	}
+	h.Config = string(cfg)
+	usage, err := json.Marshal(st.Usage)
+	if err != nil {
+		return h, fmt.Errorf("encode usage: %w", err)
+	}
+	h.Usage = string(usage)
+	if len(st.Output) > 0 {
+		if !json.Valid(st.Output) {
+			return h, errors.New("encode output: not valid JSON")
+		}
+		h.Output, h.HasOutput = string(st.Output), true
+	}
+	if st.Error != nil {
+		b, err := json.Marshal(st.Error)
+		if err != nil {
+			return h, fmt.Errorf("encode error: %w", err)
+		}
+		h.Error, h.HasError = string(b), true
+	}
+	return h, nil
+}
+
+// Decode sets the fields of st that h holds (all but the timestamps and
+// revision, which are the stores' own columns): the inverse of Encode.
+func (h Header) Decode(st *state.RunState) error {
+	st.Status = state.Status(h.Status)
+	st.Task = h.Task
+	if err := json.Unmarshal([]byte(h.Config), &st.Config); err != nil {
+		return fmt.Errorf("decode config: %w", err)
+	}
+	if err := json.Unmarshal([]byte(h.Usage), &st.Usage); err != nil {
+		return fmt.Errorf("decode usage: %w", err)
+	}
+	if h.HasOutput {
+		st.Output = json.RawMessage(h.Output)
+	}
+	if h.HasError {
+		st.Error = new(state.RunError)
+		if err := json.Unmarshal([]byte(h.Error), st.Error); err != nil {
+			return fmt.Errorf("decode error: %w", err)
+		}
+	}
+	return nil
+}
+
+// Message decodes the body of a message row, so every store reports a
+// damaged row in the same words.
+func Message(seq int, body []byte) (state.Message, error) {
+	var m state.Message
+	if err := json.Unmarshal(body, &m); err != nil {
+		return m, fmt.Errorf("decode message %d: %w", seq, err)
+	}
+	m.Seq = seq
+	return m, nil
+}
+
+// ProviderItem decodes the body of a provider-item row; a nil Raw saved
+// as JSON null loads as nil again.
+func ProviderItem(seq int, body []byte) (state.ProviderItem, error) {
+	var it state.ProviderItem
+	if err := json.Unmarshal(body, &it); err != nil {
+		return it, fmt.Errorf("decode provider item %d: %w", seq, err)
+	}
+	it.Seq = seq
+	it.Raw = nullRaw(it.Raw)
+	return it, nil
+}
+
+// JournalEntry decodes the body of a journal row; nil Arguments saved as
+// JSON null load as nil again.
+func JournalEntry(seq int, callID string, body []byte) (state.JournalEntry, error) {
+	var e state.JournalEntry
+	if err := json.Unmarshal(body, &e); err != nil {
+		return e, fmt.Errorf("decode journal entry %s: %w", callID, err)
+	}
+	e.Seq, e.CallID = seq, callID
+	e.Arguments = nullRaw(e.Arguments)
+	return e, nil
+}
+
+// nullRaw maps the JSON null that encoding/json stores for a nil RawMessage
+// back to nil, so a nil field loads as nil. Both encode to null again.
+func nullRaw(r json.RawMessage) json.RawMessage {
+	if string(r) == "null" {
+		return nil
+	}
+	return r
+}
+
+// Nanos gives a time as the Unix nanoseconds the stores keep. Times outside
+// 1678..2261 cannot be represented and are refused rather than silently
+// wrapped.
+func Nanos(t time.Time) (int64, error) {
+	if t.Year() < 1678 || t.Year() > 2261 {
+		return 0, fmt.Errorf("timestamp %s out of the storable range", t.Format(time.RFC3339))
+	}
+	return t.UnixNano(), nil
+}
+
+// Time is the inverse of Nanos, in UTC so a loaded run compares equal
+// whichever store or time zone it came from.
+func Time(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// FileSafe accepts the run ids a file may be named after (lock and log
+// files): letters, digits, '_', '-' and '.', not starting with '.', so an
+// id never names a path.
+func FileSafe(id string) bool {
+	if id == "" || len(id) > 128 || id[0] == '.' {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// Saved remembers the header a store handle last wrote for each run, so a
+// save whose header differs only in usage writes only usage and updated_at
+// (most saves of a running run). Every write of a header column increments
+// the revision, so a row still at the remembered revision holds exactly
+// the remembered header. The zero value is ready to use.
+type Saved struct {
+	mu sync.Mutex
+	m  map[string]savedAt
+}
+
+type savedAt struct {
+	revision int64
+	header   Header // without Usage
+}
+
+// Remember records that h was written for run id at revision rev; a handle
+// that has seen many runs forgets them all rather than grow.
+func (s *Saved) Remember(id string, rev int64, h Header) {
+	h.Usage = ""
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil || len(s.m) >= 1024 {
+		s.m = map[string]savedAt{}
+	}
+	s.m[id] = savedAt{revision: rev, header: h}
+}
+
+// UsageOnly reports whether h differs at most in usage from the header
+// this handle wrote for run id at revision rev, as far as it knows.
+func (s *Saved) UsageOnly(id string, rev int64, h Header) bool {
+	h.Usage = ""
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev, ok := s.m[id]
+	return ok && prev.revision == rev && prev.header == h
+}
