@@ -37,6 +37,7 @@ var statusOrder = []state.Status{
 type group struct {
 	Status state.Status
 	Runs   []state.Summary
+	More   bool // the status has more runs than the page shows
 }
 
 type pendingPage struct {
@@ -116,22 +117,29 @@ func (s *Server) formPost(h func(http.ResponseWriter, *http.Request, *pageData))
 	}
 }
 
+// inboxGroupLimit is how many runs of one status the inbox shows. Each
+// group is one indexed query of the store (newest first), so the page costs
+// the same for a store of fifty runs or fifty thousand; a longer group says
+// how to see the rest.
+const inboxGroupLimit = 50
+
 func (s *Server) inbox(w http.ResponseWriter, r *http.Request, d *pageData) {
 	d.Title = "Runs"
-	runs, err := s.o.Store.List(r.Context(), state.Filter{})
-	if err != nil {
-		d.Error = fmt.Sprintf("list runs: %v", err)
-		s.render(w, http.StatusInternalServerError, "inbox.html", d)
-		return
-	}
-	by := map[state.Status][]state.Summary{}
-	for _, run := range runs {
-		by[run.Status] = append(by[run.Status], run)
-	}
 	for _, st := range statusOrder {
-		if len(by[st]) > 0 {
-			d.Groups = append(d.Groups, group{Status: st, Runs: by[st]})
+		runs, err := s.o.Store.List(r.Context(), state.Filter{Status: st, Limit: inboxGroupLimit + 1})
+		if err != nil {
+			d.Error = fmt.Sprintf("list runs: %v", err)
+			s.render(w, http.StatusInternalServerError, "inbox.html", d)
+			return
 		}
+		if len(runs) == 0 {
+			continue
+		}
+		g := group{Status: st, Runs: runs}
+		if len(runs) > inboxGroupLimit {
+			g.Runs, g.More = runs[:inboxGroupLimit], true
+		}
+		d.Groups = append(d.Groups, g)
 	}
 	s.render(w, http.StatusOK, "inbox.html", d)
 }

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -433,5 +434,40 @@ func TestAPIListPages(t *testing.T) {
 	code, body := do(t, ts.Client(), "GET", ts.URL+"/api/runs?after=garbage", "")
 	if code != 400 || errCode(t, body) != runtime.CodeUsage {
 		t.Fatalf("bad cursor: %d %s", code, body)
+	}
+}
+
+func TestInboxShowsTheNewestOfEachStatus(t *testing.T) {
+	s := newStore(t)
+	first := load(t, s).CreatedAt
+	for i := range inboxGroupLimit + 5 {
+		st := &state.RunState{ID: fmt.Sprintf("run_01TESTSERVE00000000000%05d", 100+i), Status: state.StatusCompleted, Task: "t",
+			CreatedAt: first.Add(time.Duration(i+1) * time.Second),
+			Config:    state.Config{SourceFile: "review.nx", SourceHash: "sha256:0", Agent: "Reviewer", WorkDir: "."}}
+		if err := s.Create(context.Background(), st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts := newServer(t, s, Options{})
+	code, page := do(t, browser(t, ts), "GET", ts.URL+"/", "")
+	if code != 200 {
+		t.Fatalf("inbox: %d\n%s", code, page)
+	}
+	waiting, completed, _ := strings.Cut(page, ">completed<")
+	if !strings.Contains(waiting, "/runs/"+runID) {
+		t.Fatalf("the run waiting for approval is not in its group:\n%s", page)
+	}
+	if n := strings.Count(completed, `<a href="/runs/run_`); n != inboxGroupLimit {
+		t.Fatalf("completed group shows %d runs, want the newest %d", n, inboxGroupLimit)
+	}
+	newest, oldest := fmt.Sprintf("run_01TESTSERVE00000000000%05d", 100+inboxGroupLimit+4), "run_01TESTSERVE0000000000000100"
+	if !strings.Contains(completed, newest) || strings.Contains(completed, oldest) {
+		t.Fatalf("completed group is not the newest %d:\n%s", inboxGroupLimit, completed)
+	}
+	if !strings.Contains(completed, "newest 50") || !strings.Contains(completed, "nexa runs list --status completed") {
+		t.Fatalf("a cut group does not say how to see the rest:\n%s", completed)
+	}
+	if strings.Contains(waiting, "nexa runs list --status") {
+		t.Fatal("a whole group says it was cut")
 	}
 }
