@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Measures every target of docs/benchmarks.md ("Targets at a glance") in one
+# run, one after the other, so that the figures share a machine state; the
+# load average is printed before and after each part, to be written beside
+# the figures. Prints the raw output of each measurement (Go benchmark
+# lines, the start-up and runs-list tables, the resume and floor figures).
+#
+# Usage: bench/targets.sh [quick]
+#   quick   fewer repetitions (a check that everything runs, not figures)
+#
+# Needs go, python3 and /usr/bin/time; uses a tmpfs (/dev/shm) when there is
+# one to show the runtime's own cost without the disk. The 3,000-tool
+# compile and the corpus are measured here too (issue 12's targets).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+reps=20 benchtime=200x flat=3 py=50 compiles=3
+if [ "${1:-}" = quick ]; then
+	reps=3 benchtime=10x flat=1 py=5 compiles=1
+fi
+scratch=$(mktemp -d -t nexa-bench-targets.XXXXXX)
+trap 'rm -rf "$scratch"' EXIT
+load() { echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg) ($(date -u +%H:%M:%S) UTC)"; }
+bench() { go test -run '^$' -benchmem "$@"; }
+
+load
+echo "== build"
+make -s build
+go build -o "$scratch/nexa" ./cmd/nexa
+
+echo "== floor (one 4 KiB write + fsync; one SQLite WAL commit, synchronous=FULL), then resume of a 2,000-step run, end to end"
+# bench.py's own nexa measurement: N=10 runs (one process each) and the
+# resume of a run paused for approval after 2,000 steps (5 resumes).
+python3 bench/peers/bench.py --nexa "$scratch/nexa" --work "$scratch/peers" --out "$scratch/peers-out" \
+	--reps 5 --resume-n 2000 10 2>&1 | grep -E '^(load|floor|resume|rep)' || true
+python3 - "$scratch/peers-out/results.json" <<'PY'
+import json, statistics, sys
+r = json.load(open(sys.argv[1]))
+f = r["floor"]
+print(f"floor: fsync {f['fsync_ms']:.2f} ms (p90 {f['fsync_p90_ms']:.2f}), sqlite commit {f['sqlite_commit_ms']:.2f} ms")
+rs = [x for x in r["resumes"] if x["kind"] == "nexa"]
+if rs:
+    w = sorted(1000 * x["wall_s"] for x in rs)
+    c = sorted(1000 * x["cpu_s"] for x in rs)
+    print(f"resume after 2,000 steps: wall median {statistics.median(w):.0f} ms (least {w[0]:.0f}), "
+          f"CPU median {statistics.median(c):.0f} ms, over {len(rs)} resumes")
+PY
+load
+
+echo "== start-up"
+bench/startup.sh "$reps" "$PWD/bin/nexa"
+load
+
+echo "== per tool round (three commits), on disk"
+bench -bench 'RunStep/store=sqlite' -benchtime "$benchtime" ./internal/runtime
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+	echo "== per tool round, store on a tmpfs (the runtime's own cost, no fsync)"
+	shm=$(mktemp -d -p /dev/shm nexa-bench.XXXXXX)
+	TMPDIR=$shm bench -bench 'RunStep/store=sqlite' -benchtime "$benchtime" ./internal/runtime || true
+	rm -rf "$shm"
+fi
+load
+
+echo "== flat: 2,000 rounds, first and last ten rounds from the journal's timestamps (disk)"
+bench -bench 'Flat' -benchtime 1x -count "$flat" ./internal/runtime
+load
+
+echo "== resume of a 2,000-step run, in process"
+bench -bench 'Resume' -benchtime 10x ./internal/runtime || true
+load
+
+echo "== python: a warm call (the default python3, then /usr/bin/python3)"
+bench -bench 'PythonCallWarm|InterpreterStartup' -benchtime "${py}x" ./internal/runtime/pytool
+if [ -x /usr/bin/python3 ]; then
+	NEXA_PYTHON=/usr/bin/python3 bench -bench 'PythonCallWarm|InterpreterStartup' -benchtime "${py}x" ./internal/runtime/pytool
+fi
+load
+
+echo "== runs list and show (50,000 runs; a 2,000-step run)"
+bench/runs-list.sh "$((reps / 2 > 0 ? reps / 2 : 1))"
+load
+
+echo "== compiler: 3,000 tools (-cpu 1) and the corpus"
+bench -bench 'Compile3000Tools' -count "$compiles" -cpu 1 ./internal/compile
+bench -bench 'CompileCorpus' ./internal/compile
+load
