@@ -304,6 +304,9 @@ func printRun(e *env, st *state.RunState, flags string, om state.Omitted) {
 			} else if j.Stage == state.StageStarted {
 				outcome = "UNKNOWN"
 			}
+			if j.ResolvedBy != "" {
+				outcome += " by " + j.ResolvedBy
+			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", j.CallID, j.Tool, j.Stage, dec, strings.TrimSpace(outcome), compactJSON(j.Arguments, 80))
 		}
 		tw.Flush()
@@ -435,7 +438,7 @@ then continues with this result without executing the tool again.`,
 			if err := checkRunID(args[0]); err != nil {
 				return err
 			}
-			st, err := runtime.ResolveUnknown(context.Background(), s, args[0], args[1], text, ok)
+			st, err := runtime.ResolveUnknown(context.Background(), s, args[0], args[1], text, ok, decider(e))
 			if err := runsWriteError(s, args[0], err); err != nil {
 				return err
 			}

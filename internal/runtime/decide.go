@@ -118,7 +118,7 @@ func UnknownCalls(st *state.RunState) []state.JournalEntry {
 
 // Resolve writes an operator-verified result into a call whose outcome is
 // unknown. It is refused for any entry that is not started.
-func Resolve(st *state.RunState, callID, output string, success bool, now time.Time) (state.Delta, error) {
+func Resolve(st *state.RunState, callID, output string, success bool, by string, now time.Time) (state.Delta, error) {
 	e := st.Entry(callID)
 	if e == nil {
 		return state.Delta{}, refuse(CodeUnknownCall, "run %s has no call %s; nothing was written", st.ID, callID)
@@ -131,6 +131,7 @@ func Resolve(st *state.RunState, callID, output string, success bool, now time.T
 	e.Result = output
 	e.Success = success
 	e.Outcome = "resolved"
+	e.ResolvedBy = by
 	e.CompletedAt = &t
 	return state.Delta{Journal: []state.JournalEntry{*e}}, nil
 }

@@ -207,17 +207,18 @@ func stamp(ds []Decision, now time.Time) []Decision {
 }
 
 // ResolveUnknown records the verified outcome of a call whose outcome is
-// unknown (nexa runs resolve): lease, load, resolve, save, release.
-func ResolveUnknown(ctx context.Context, s state.Store, runID, callID, output string, success bool) (*state.RunState, error) {
-	return ResolveAtRevision(ctx, s, runID, 0, callID, output, success)
+// unknown (nexa runs resolve) as the operator by: lease, load, resolve,
+// save, release.
+func ResolveUnknown(ctx context.Context, s state.Store, runID, callID, output string, success bool, by string) (*state.RunState, error) {
+	return ResolveAtRevision(ctx, s, runID, 0, callID, output, success, by)
 }
 
 // ResolveAtRevision is ResolveUnknown refused with checkpoint_conflict
 // when the run is no longer at revision (0: no check), for the same
 // reason as DecideAtRevision.
-func ResolveAtRevision(ctx context.Context, s state.Store, runID string, revision int64, callID, output string, success bool) (*state.RunState, error) {
+func ResolveAtRevision(ctx context.Context, s state.Store, runID string, revision int64, callID, output string, success bool, by string) (*state.RunState, error) {
 	return operatorWrite(ctx, s, runID, revision, func(st *state.RunState) (state.Delta, error) {
-		return Resolve(st, callID, output, success, time.Now())
+		return Resolve(st, callID, output, success, by, time.Now())
 	})
 }
 
@@ -250,6 +251,9 @@ func operatorWrite(ctx context.Context, s state.Store, runID string, revision in
 	if err := s.Save(ctx, st, d); err != nil {
 		return nil, storeError(runID, err)
 	}
+	// The lease is released before the caller sees the run: nobody holds it
+	// (Holder is this write's own lease, as loaded).
+	st.Lease, st.Holder = nil, nil
 	return st, nil
 }
 

@@ -383,7 +383,7 @@ func TestUnknownOutcomeStopsAndResolveContinuesWithoutExecution(t *testing.T) {
 	}
 	// Resolve, then resume: c1 is not executed again, c2 runs.
 	_, err = h.store.Update(context.Background(), st.ID, func(s *state.RunState) (state.Delta, error) {
-		return Resolve(s, "c1", "verified: done", true, h.now)
+		return Resolve(s, "c1", "verified: done", true, "ops", h.now)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -404,10 +404,10 @@ func TestResolveRefusedUnlessStarted(t *testing.T) {
 	h := newHarness(t, assistant(call("c1", "lookup", `{"q":"x"}`)), answer("done"))
 	st := h.start(NewRun{})
 	rev := st.Revision
-	if _, err := Resolve(st, "c1", "x", true, h.now); err == nil {
+	if _, err := Resolve(st, "c1", "x", true, "ops", h.now); err == nil {
 		t.Fatal("resolve of a completed call accepted")
 	}
-	if _, err := Resolve(st, "nope", "x", true, h.now); err == nil {
+	if _, err := Resolve(st, "nope", "x", true, "ops", h.now); err == nil {
 		t.Fatal("resolve of an unknown call accepted")
 	}
 	if st.Revision != rev {

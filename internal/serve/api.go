@@ -247,13 +247,24 @@ func (s *Server) apiResolve(w http.ResponseWriter, r *http.Request) {
 		s.writeAPIError(w, apiError{Code: runtime.CodeUsage, Message: `give "call_id", the verified "output" and an explicit "success": true or false`})
 		return
 	}
-	st, err := runtime.ResolveAtRevision(r.Context(), s.o.Store, id, req.Revision, req.CallID, *req.Output, *req.Success)
+	st, executing, err := s.resolve(r.Context(), id, req.Revision, req.CallID, *req.Output, *req.Success)
 	if err != nil {
 		s.writeAPIError(w, asAPIError(err))
 		return
 	}
-	s.logf("call %s of run %s resolved (success=%t) by %s", req.CallID, id, *req.Success, s.who())
-	s.writeJSON(w, http.StatusOK, map[string]any{"run": s.view(st)})
+	s.writeJSON(w, http.StatusOK, map[string]any{"run": s.view(st), "executing": executing})
+}
+
+// resolve records an operator's verified outcome as `nexa runs resolve`
+// does, naming who, and with --execute continues the run once nothing is
+// left for a person.
+func (s *Server) resolve(ctx context.Context, id string, revision int64, callID, output string, success bool) (*state.RunState, bool, error) {
+	st, err := runtime.ResolveAtRevision(ctx, s.o.Store, id, revision, callID, output, success, s.who())
+	if err != nil {
+		return nil, false, err
+	}
+	s.logf("call %s of run %s resolved (success=%t) by %s (revision %d)", callID, id, success, s.who(), st.Revision)
+	return st, s.continueIfReady(st), nil
 }
 
 // decide records decisions as `nexa runs approve` does, naming who and
@@ -274,10 +285,18 @@ func (s *Server) decide(ctx context.Context, id string, revision int64, ds []run
 		}
 		s.logf("call %s of run %s %s by %s (revision %d)", d.CallID, id, verb, d.By, st.Revision)
 	}
-	if s.o.Execute == nil || len(runtime.PendingCallIDs(st)) > 0 {
-		return st, false, nil
+	return st, s.continueIfReady(st), nil
+}
+
+// continueIfReady starts the run again in the background (--execute) once
+// an operator's write left nothing for a person to do: no call waits for a
+// decision and none has an unknown outcome. It reports whether it did.
+func (s *Server) continueIfReady(st *state.RunState) bool {
+	pending, unknown := runtime.OperatorCalls(st)
+	if s.o.Execute == nil || len(pending) > 0 || len(unknown) > 0 || st.Status.Terminal() {
+		return false
 	}
-	run := *st
+	id, run := st.ID, *st
 	s.running.Add(1)
 	go func() {
 		defer s.running.Done()
@@ -290,7 +309,7 @@ func (s *Server) decide(ctx context.Context, id string, revision int64, ds []run
 		}
 		s.logf("run %s resumed", id)
 	}()
-	return st, true, nil
+	return true
 }
 
 // runView is a run as the API and the pages show it: the stored state,

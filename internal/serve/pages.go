@@ -53,6 +53,7 @@ type pageData struct {
 	Executes                               bool
 	ResumeCmd                              string
 	decided                                string // the call just decided
+	resolved                               string // the call just resolved
 }
 
 func (s *Server) routes() {
@@ -60,6 +61,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /{$}", s.page(s.inbox))
 	m.HandleFunc("GET /runs/{id}", s.page(s.runPage))
 	m.HandleFunc("POST /runs/{id}/decide", s.formPost(s.decideForm))
+	m.HandleFunc("POST /runs/{id}/resolve", s.formPost(s.resolveForm))
 	m.HandleFunc("GET /login", s.loginPage)
 	m.HandleFunc("POST /login", s.login)
 	m.HandleFunc("POST /logout", s.formPost(s.logout))
@@ -146,6 +148,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request, d *pageData) {
 
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request, d *pageData) {
 	d.decided = r.URL.Query().Get("decided")
+	d.resolved = r.URL.Query().Get("resolved")
 	s.showRun(w, r, d, http.StatusOK)
 }
 
@@ -173,6 +176,15 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request, d *pageData, st
 	if e := v.Entry(d.decided); e != nil && e.Decision != nil {
 		d.Flash = "call " + e.CallID + " " + decisionText(*e)
 		if d.Executes = s.o.Execute != nil; d.Executes && len(v.PendingCalls) == 0 && !v.Status.Terminal() {
+			d.Flash += "; the server is continuing the run"
+		}
+	}
+	if e := v.Entry(d.resolved); e != nil && e.Outcome == "resolved" {
+		d.Flash = "call " + e.CallID + " resolved as " + map[bool]string{true: "succeeded", false: "failed"}[e.Success]
+		if e.ResolvedBy != "" {
+			d.Flash += " by " + e.ResolvedBy
+		}
+		if s.o.Execute != nil && len(v.PendingCalls) == 0 && len(v.UnknownCalls) == 0 && !v.Status.Terminal() {
 			d.Flash += "; the server is continuing the run"
 		}
 	}
@@ -219,6 +231,48 @@ func (s *Server) decideForm(w http.ResponseWriter, r *http.Request, d *pageData)
 		return
 	}
 	http.Redirect(w, r, "/runs/"+id+"?decided="+url.QueryEscape(callID), http.StatusSeeOther)
+}
+
+// resolveForm records the verified outcome of a call whose outcome is
+// unknown. Like the command, it takes nothing for granted: the output must
+// be written and success chosen explicitly.
+func (s *Server) resolveForm(w http.ResponseWriter, r *http.Request, d *pageData) {
+	id := r.PathValue("id")
+	callID := r.PostFormValue("call_id")
+	output := r.PostFormValue("output")
+	rev, err := strconv.ParseInt(r.PostFormValue("revision"), 10, 64)
+	var success bool
+	switch {
+	case err != nil || rev <= 0:
+		d.Error = "the form carries no revision; reload the page and resolve again (nothing was recorded)"
+	case callID == "":
+		d.Error = "the form names no call; nothing was recorded"
+	case strings.TrimSpace(output) == "":
+		d.Error = "write what really happened (the output the model will read); nothing was recorded"
+	case r.PostFormValue("success") == "true":
+		success = true
+	case r.PostFormValue("success") == "false":
+	default:
+		d.Error = "say whether the call succeeded or failed (nothing was recorded)"
+	}
+	if d.Error != "" {
+		s.showRun(w, r, d, http.StatusBadRequest)
+		return
+	}
+	if !validRunID(id) {
+		s.showRun(w, r, d, http.StatusNotFound)
+		return
+	}
+	if _, _, err := s.resolve(r.Context(), id, rev, callID, output, success); err != nil {
+		e := asAPIError(err)
+		d.Error = e.Message
+		if e.Code == runtime.CodeCheckpointConflict {
+			d.Error = "Conflict: " + e.Message + ". The page below shows the run as it is now."
+		}
+		s.showRun(w, r, d, httpStatus(e.Code))
+		return
+	}
+	http.Redirect(w, r, "/runs/"+id+"?resolved="+url.QueryEscape(callID), http.StatusSeeOther)
 }
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {

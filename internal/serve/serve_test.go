@@ -471,3 +471,117 @@ func TestInboxShowsTheNewestOfEachStatus(t *testing.T) {
 		t.Fatal("a whole group says it was cut")
 	}
 }
+
+const unknownRunID = "run_01TESTSERVE0000000000000U01"
+
+// addUnknownRun adds a run stopped with unknown_outcome: call pay_1
+// started and its result was never saved.
+func addUnknownRun(t *testing.T, s state.Store) {
+	t.Helper()
+	started := fixedNow.Add(-time.Hour)
+	st := &state.RunState{
+		ID: unknownRunID, Status: state.StatusUnknownOutcome,
+		Config: state.Config{SourceFile: "pay.nx", SourceHash: "sha256:0", Agent: "Payer", WorkDir: "."},
+		Task:   "Pay the invoice",
+		Messages: []state.Message{
+			{Seq: 0, Role: state.RoleUser, Content: "Pay the invoice"},
+			{Seq: 1, Role: state.RoleAssistant, ToolCalls: []state.ToolCall{{ID: "pay_1", Name: "pay", Arguments: `{"invoice":42}`}}},
+		},
+		Journal: []state.JournalEntry{{CallID: "pay_1", Tool: "pay", Turn: 1, Arguments: []byte(`{"invoice":42}`), Valid: true,
+			Stage: state.StageStarted, StartedAt: &started}},
+	}
+	if err := s.Create(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPageResolveUnknownOutcome(t *testing.T) {
+	s := newStore(t)
+	addUnknownRun(t, s)
+	ts := newServer(t, s, Options{User: "bob"})
+	b := browser(t, ts)
+	code, page := do(t, b, "GET", ts.URL+"/runs/"+unknownRunID, "")
+	if code != 200 || !strings.Contains(page, `id="resolve-pay_1"`) || !strings.Contains(page, `{&#34;invoice&#34;:42}`) {
+		t.Fatalf("run page has no resolve form for the unknown call: %d\n%s", code, page)
+	}
+	csrf := csrfRe.FindStringSubmatch(page)[1]
+	rev := revRe.FindStringSubmatch(page)[1]
+	post := func(form url.Values) (int, string) {
+		return do(t, b, "POST", ts.URL+"/runs/"+unknownRunID+"/resolve", form.Encode(), "Content-Type", "application/x-www-form-urlencoded")
+	}
+	unresolved := func(when string) {
+		t.Helper()
+		st, err := runtime.Show(context.Background(), s, unknownRunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := st.Entry("pay_1"); e.Stage != state.StageStarted {
+			t.Fatalf("%s: the call was resolved (stage %s)", when, e.Stage)
+		}
+	}
+	// Nothing is taken for granted: no choice of success, no output.
+	code, page = post(url.Values{"csrf": {csrf}, "revision": {rev}, "call_id": {"pay_1"}, "output": {"paid"}})
+	if code != 400 || !strings.Contains(page, "say whether the call succeeded or failed") {
+		t.Fatalf("no success chosen: %d\n%s", code, page)
+	}
+	unresolved("no success chosen")
+	code, page = post(url.Values{"csrf": {csrf}, "revision": {rev}, "call_id": {"pay_1"}, "output": {"  "}, "success": {"true"}})
+	if code != 400 || !strings.Contains(page, "write what really happened") {
+		t.Fatalf("no output: %d\n%s", code, page)
+	}
+	unresolved("no output")
+	code, page = post(url.Values{"csrf": {"forged"}, "revision": {rev}, "call_id": {"pay_1"}, "output": {"paid"}, "success": {"true"}})
+	if code != 403 {
+		t.Fatalf("forged form: %d\n%s", code, page)
+	}
+	unresolved("forged form")
+
+	code, page = post(url.Values{"csrf": {csrf}, "revision": {rev}, "call_id": {"pay_1"}, "output": {"bank confirms payment 42"}, "success": {"true"}})
+	if code != 200 || !strings.Contains(page, "call pay_1 resolved as succeeded by bob") || !strings.Contains(page, "resolved by bob") {
+		t.Fatalf("after resolving: %d\n%s", code, page)
+	}
+	st, err := runtime.Show(context.Background(), s, unknownRunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := st.Entry("pay_1"); e.Outcome != "resolved" || !e.Success || e.Result != "bank confirms payment 42" || e.ResolvedBy != "bob" {
+		t.Fatalf("journal entry after resolving: %+v", e)
+	}
+	// The same (now stale) page again: a conflict, nothing written.
+	code, page = post(url.Values{"csrf": {csrf}, "revision": {rev}, "call_id": {"pay_1"}, "output": {"other"}, "success": {"false"}})
+	if code != 409 || !strings.Contains(page, "Conflict") {
+		t.Fatalf("stale page: %d\n%s", code, page)
+	}
+}
+
+func TestAPIResolveNamesTheOperator(t *testing.T) {
+	s := newStore(t)
+	addUnknownRun(t, s)
+	ts := newServer(t, s, Options{Token: "tok", TokenName: "ci-bot"})
+	code, body := do(t, ts.Client(), "POST", ts.URL+"/api/runs/"+unknownRunID+"/resolve",
+		`{"call_id":"pay_1","output":"not paid","success":false}`, "Content-Type", jsonCT, "Authorization", "Bearer tok")
+	if code != 200 || !strings.Contains(body, `"resolved_by": "ci-bot"`) || !strings.Contains(body, `"executing": false`) || strings.Contains(body, `"holder"`) {
+		t.Fatalf("resolve: %d %s", code, body)
+	}
+}
+
+func TestResolveContinuesTheRunWithExecute(t *testing.T) {
+	s := newStore(t)
+	addUnknownRun(t, s)
+	done := make(chan struct{})
+	ts := newServer(t, s, Options{Token: "tok", Execute: completer{s: s, done: done}})
+	code, body := do(t, ts.Client(), "POST", ts.URL+"/api/runs/"+unknownRunID+"/resolve",
+		`{"call_id":"pay_1","output":"paid","success":true}`, "Content-Type", jsonCT, "Authorization", "Bearer tok")
+	if code != 200 || !strings.Contains(body, `"executing": true`) {
+		t.Fatalf("resolve with --execute: %d %s", code, body)
+	}
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute): // a hang guard, not a timing
+		t.Fatal("the server did not continue the run")
+	}
+	st, err := runtime.Show(context.Background(), s, unknownRunID)
+	if err != nil || st.Status != state.StatusCompleted {
+		t.Fatalf("the run was not continued: %v %v", err, st.Status)
+	}
+}

@@ -213,12 +213,17 @@ type JournalEntry struct {
 	// DecidedBy and DecidedAt say who recorded the decision and when, so
 	// an audit of a run names the person behind every approval: the
 	// operator's name given to nexa serve (a token's name or --user), or
-	// empty when the decision came from a command line.
+	// NEXA_USER (else the account) on a command line.
 	DecidedBy string     `json:"decided_by,omitempty"`
 	DecidedAt *time.Time `json:"decided_at,omitempty"`
 	// Result and Success are set when Stage is completed.
 	Result  string `json:"result,omitempty"`
 	Success bool   `json:"success"`
+	// ResolvedBy names the operator who recorded the outcome of a call
+	// whose outcome was unknown (Outcome "resolved"; CompletedAt is when),
+	// for the same audit as DecidedBy: a guess about an external effect
+	// has an author.
+	ResolvedBy string `json:"resolved_by,omitempty"`
 	// Outcome says how the entry completed: executed, denied, refused,
 	// resolved, reused.
 	Outcome     string     `json:"outcome,omitempty"`
