@@ -35,6 +35,15 @@ var notifyStatuses = map[state.Status]bool{
 	state.StatusUnknownOutcome: true, state.StatusTimedOut: true, state.StatusBudgetExhausted: true,
 }
 
+// openStatuses are the statuses a run can still leave. A poll lists the
+// runs in them (each an indexed query of a few rows) and the runs created
+// since the previous poll, never the whole store: completed runs pile up,
+// open ones do not.
+var openStatuses = []state.Status{
+	state.StatusRunning, state.StatusWaitingApproval, state.StatusUnknownOutcome,
+	state.StatusInterrupted, state.StatusFailed,
+}
+
 // Event is the JSON body of a webhook.
 type Event struct {
 	// Event is "run." and the status the run entered, e.g.
@@ -80,8 +89,9 @@ type Notifier struct {
 	Redact func(string) string
 	Log    func(format string, args ...any)
 
-	mu   sync.Mutex
-	seen map[string]state.Status // nil until the first poll
+	mu     sync.Mutex
+	seen   map[string]state.Status // the open runs of the last poll; nil before the first
+	newest *state.Cursor           // the newest run the last poll knew of
 }
 
 func (n *Notifier) defaults() {
@@ -164,35 +174,110 @@ func (n *Notifier) Run(ctx context.Context) {
 	}
 }
 
-// Poll lists the runs once and returns an event for every run whose status
-// changed into an announced one since the previous poll. The first poll
-// only learns the statuses: runs that were already waiting when the server
-// started are not announced again.
+// Poll looks at the store once and returns an event for every run whose
+// status changed into an announced one since the previous poll. The first
+// poll only learns the statuses: runs that were already waiting when the
+// server started are not announced again.
+//
+// A run is seen by a poll when it is open (openStatuses) or was created
+// since the previous poll; a run that was open and is no longer listed as
+// open has finished (or was pruned), and is read on its own.
 func (n *Notifier) Poll(ctx context.Context) ([]Event, error) {
 	n.defaults()
-	runs, err := n.Store.List(ctx, state.Filter{})
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
+	open := map[string]state.Summary{}
+	var order []string // open runs in the order found, for a stable event order
+	for _, st := range openStatuses {
+		runs, err := n.Store.List(ctx, state.Filter{Status: st})
+		if err != nil {
+			return nil, fmt.Errorf("list %s runs: %w", st, err)
+		}
+		for _, r := range runs {
+			open[r.ID] = r
+			order = append(order, r.ID)
+		}
 	}
 	n.mu.Lock()
-	first := n.seen == nil
-	prev := n.seen
-	n.seen = make(map[string]state.Status, len(runs))
-	for _, r := range runs {
-		n.seen[r.ID] = r.Status
-	}
+	prev, since := n.seen, n.newest
 	n.mu.Unlock()
-	if first {
+	fresh, newest, err := n.createdSince(ctx, since, prev == nil)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]state.Status, len(open))
+	for id, r := range open {
+		seen[id] = r.Status
+	}
+	n.mu.Lock()
+	n.seen, n.newest = seen, newest
+	n.mu.Unlock()
+	if prev == nil {
 		return nil, nil
 	}
 	var evs []Event
-	for _, r := range runs {
+	announce := func(r state.Summary) {
 		if before, ok := prev[r.ID]; (ok && before == r.Status) || !notifyStatuses[r.Status] {
-			continue
+			return
 		}
 		evs = append(evs, n.event(ctx, r))
 	}
+	for _, id := range order {
+		announce(open[id])
+	}
+	for _, r := range fresh {
+		if _, ok := open[r.ID]; !ok {
+			announce(r) // created and finished between two polls
+		}
+	}
+	for id := range prev {
+		if _, ok := open[id]; ok {
+			continue
+		}
+		st, _, err := runtime.ShowTail(ctx, n.Store, id, 1)
+		if err != nil {
+			continue // pruned meanwhile: nothing to announce
+		}
+		announce(state.Summary{ID: st.ID, Status: st.Status, Agent: st.Config.Agent, File: st.Config.SourceFile,
+			CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Revision: st.Revision})
+	}
 	return evs, nil
+}
+
+// createdSince lists the runs created after since (all of them when since
+// is nil: the store had none), newest first, and returns the position of
+// the newest run. The first poll only needs that position.
+func (n *Notifier) createdSince(ctx context.Context, since *state.Cursor, first bool) ([]state.Summary, *state.Cursor, error) {
+	const page = 16 // a poll usually finds a few new runs, often none
+	var fresh []state.Summary
+	f := state.Filter{Limit: page}
+	if first {
+		f.Limit = 1
+	}
+	for {
+		runs, err := n.Store.List(ctx, f)
+		if err != nil {
+			return nil, nil, fmt.Errorf("list new runs: %w", err)
+		}
+		for _, r := range runs {
+			if since != nil && !state.CursorOf(r).NewerThan(*since) {
+				return fresh, newestOf(fresh, since), nil
+			}
+			fresh = append(fresh, r)
+		}
+		if first || len(runs) < f.Limit {
+			return fresh, newestOf(fresh, since), nil
+		}
+		c := state.CursorOf(runs[len(runs)-1])
+		f.After = &c
+	}
+}
+
+// newestOf is the position of the first (newest) run of fresh, else since.
+func newestOf(fresh []state.Summary, since *state.Cursor) *state.Cursor {
+	if len(fresh) == 0 {
+		return since
+	}
+	c := state.CursorOf(fresh[0])
+	return &c
 }
 
 // event builds the body for run r, with its pending or unknown calls.
@@ -202,7 +287,9 @@ func (n *Notifier) event(ctx context.Context, r state.Summary) Event {
 	if n.BaseURL != "" {
 		ev.URL = n.BaseURL + "/runs/" + r.ID
 	}
-	st, err := runtime.Show(ctx, n.Store, r.ID)
+	// The tail keeps every call that is not completed, which is all an
+	// event lists, without reading a long run whole.
+	st, _, err := runtime.ShowTail(ctx, n.Store, r.ID, 1)
 	if err != nil {
 		return ev
 	}

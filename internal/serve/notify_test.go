@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"crypto/hmac"
 	"encoding/json"
 	"io"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/nexa-run/nexa/internal/runtime/state"
 	"github.com/nexa-run/nexa/internal/secrets"
+	"github.com/nexa-run/nexa/internal/store"
 )
 
 // receiver is a webhook endpoint that answers with the next status of its
@@ -191,5 +194,91 @@ func TestNotifierRunDeliversWhatItFinds(t *testing.T) {
 	defer rc.mu.Unlock()
 	if len(rc.got) != 1 || rc.got[0].Header.Get(HeaderEvent) != "run.completed" {
 		t.Fatalf("deliveries: %d", len(rc.got))
+	}
+}
+
+// countingStore counts the runs List returns, to show what a poll reads.
+type countingStore struct {
+	state.Store
+	listed int
+}
+
+func (c *countingStore) List(ctx context.Context, f state.Filter) ([]state.Summary, error) {
+	runs, err := c.Store.List(ctx, f)
+	c.listed += len(runs)
+	return runs, err
+}
+
+func createRun(t *testing.T, s state.Store, id string, st state.Status, at time.Time) {
+	t.Helper()
+	run := &state.RunState{ID: id, Status: st, Task: "t", CreatedAt: at,
+		Config: state.Config{SourceFile: "review.nx", SourceHash: "sha256:0", Agent: "Reviewer", WorkDir: "."}}
+	if err := s.Create(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNotifierReadsOpenAndNewRunsOnly(t *testing.T) {
+	base := newStore(t)
+	first := load(t, base).CreatedAt
+	for i := range 300 {
+		createRun(t, base, fmt.Sprintf("run_01TESTSERVEOLD000000000%04d", i), state.StatusCompleted, first.Add(-time.Duration(i+1)*time.Minute))
+	}
+	s := &countingStore{Store: base}
+	n, _ := newNotifier(t, s, &receiver{})
+	ctx := context.Background()
+	if evs, err := n.Poll(ctx); err != nil || len(evs) != 0 {
+		t.Fatalf("first poll: %v %v", evs, err)
+	}
+	s.listed = 0
+	if _, err := n.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s.listed > 20 { // the open run and one page of the newest
+		t.Fatalf("a poll read %d runs of a store of 301 with one open run", s.listed)
+	}
+
+	// Created and finished between two polls: announced once.
+	createRun(t, s, "run_01TESTSERVENEW0000000000001", state.StatusCompleted, first.Add(time.Minute))
+	createRun(t, s, "run_01TESTSERVENEW0000000000002", state.StatusWaitingApproval, first.Add(2*time.Minute))
+	evs, err := n.Poll(ctx)
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("new runs: %+v %v", evs, err)
+	}
+	got := map[string]string{}
+	for _, ev := range evs {
+		got[ev.RunID] = ev.Event
+	}
+	if got["run_01TESTSERVENEW0000000000001"] != "run.completed" || got["run_01TESTSERVENEW0000000000002"] != "run.waiting_approval" {
+		t.Fatalf("new runs announced as %v", got)
+	}
+	if evs, _ := n.Poll(ctx); len(evs) != 0 {
+		t.Fatalf("announced twice: %+v", evs)
+	}
+
+	// Open runs that are pruned are forgotten without an event or an error.
+	if _, err := base.Prune(ctx, state.Filter{Status: state.StatusWaitingApproval}); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := n.Poll(ctx); err != nil || len(evs) != 0 {
+		t.Fatalf("after a prune: %+v %v", evs, err)
+	}
+}
+
+func TestNotifierOnAnEmptyStore(t *testing.T) {
+	s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "runs.sqlite3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	n, _ := newNotifier(t, s, &receiver{})
+	ctx := context.Background()
+	if evs, err := n.Poll(ctx); err != nil || len(evs) != 0 {
+		t.Fatalf("first poll: %v %v", evs, err)
+	}
+	createRun(t, s, "run_01TESTSERVENEW0000000000001", state.StatusCompleted, fixedNow)
+	createRun(t, s, "run_01TESTSERVENEW0000000000002", state.StatusFailed, fixedNow.Add(time.Second))
+	if evs, err := n.Poll(ctx); err != nil || len(evs) != 2 {
+		t.Fatalf("runs created after a poll of an empty store: %+v %v", evs, err)
 	}
 }

@@ -330,6 +330,15 @@ type Cursor struct {
 // CursorOf is the position of a listed run.
 func CursorOf(s Summary) Cursor { return Cursor{CreatedAt: s.CreatedAt, ID: s.ID} }
 
+// NewerThan reports whether c comes before o in the newest-first order of
+// List: created later, or at the same instant with a larger id.
+func (c Cursor) NewerThan(o Cursor) bool {
+	if !c.CreatedAt.Equal(o.CreatedAt) {
+		return c.CreatedAt.After(o.CreatedAt)
+	}
+	return c.ID > o.ID
+}
+
 // String encodes the cursor as an opaque token for a command line or a
 // URL: base64url of "NANOS/ID". Callers must not build or read it.
 func (c Cursor) String() string {
