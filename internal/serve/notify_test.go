@@ -2,13 +2,13 @@ package serve
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
 	"crypto/hmac"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
