@@ -60,8 +60,8 @@ func (s *Server) routes() {
 	m := s.mux
 	m.HandleFunc("GET /{$}", s.page(s.inbox))
 	m.HandleFunc("GET /runs/{id}", s.page(s.runPage))
-	m.HandleFunc("POST /runs/{id}/decide", s.formPost(s.decideForm))
-	m.HandleFunc("POST /runs/{id}/resolve", s.formPost(s.resolveForm))
+	m.HandleFunc("POST /runs/{id}/decide", s.formPost(s.decideForm()))
+	m.HandleFunc("POST /runs/{id}/resolve", s.formPost(s.resolveForm()))
 	m.HandleFunc("GET /login", s.loginPage)
 	m.HandleFunc("POST /login", s.login)
 	m.HandleFunc("POST /logout", s.formPost(s.logout))
@@ -196,83 +196,77 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request, d *pageData, st
 	s.render(w, status, "run.html", d)
 }
 
-func (s *Server) decideForm(w http.ResponseWriter, r *http.Request, d *pageData) {
-	id := r.PathValue("id")
-	callID := r.PostFormValue("call_id")
-	rev, err := strconv.ParseInt(r.PostFormValue("revision"), 10, 64)
-	var approve bool
-	switch {
-	case err != nil || rev <= 0:
-		d.Error = "the form carries no revision; reload the page and decide again (nothing was recorded)"
-	case callID == "":
-		d.Error = "the form names no call; nothing was recorded"
-	case r.PostFormValue("decision") == "approve":
-		approve = true
-	case r.PostFormValue("decision") == "deny":
-	default:
-		d.Error = "say the decision explicitly: Approve or Deny (nothing was recorded)"
-	}
-	if d.Error != "" {
-		s.showRun(w, r, d, http.StatusBadRequest)
-		return
-	}
-	if !validRunID(id) {
-		s.showRun(w, r, d, http.StatusNotFound)
-		return
-	}
-	_, _, err = s.decide(r.Context(), id, rev, []runtime.Decision{{CallID: callID, Approve: approve, Reason: r.PostFormValue("reason")}})
-	if err != nil {
-		e := asAPIError(err)
-		d.Error = e.Message
-		if e.Code == runtime.CodeCheckpointConflict {
-			d.Error = "Conflict: " + e.Message + ". The page below shows the run as it is now."
+// operatorForm handles the posts of the run page's forms (a decision, a
+// resolution): read returns the problem with what the form asks for, to
+// show with nothing recorded, or ""; write records it with the revision
+// and call the page showed. The browser then goes to the run page with
+// key=call, which tells, from the journal, what was recorded.
+func (s *Server) operatorForm(key string, read func(r *http.Request) string,
+	write func(r *http.Request, id string, rev int64, callID string) error) func(http.ResponseWriter, *http.Request, *pageData) {
+	return func(w http.ResponseWriter, r *http.Request, d *pageData) {
+		id := r.PathValue("id")
+		callID := r.PostFormValue("call_id")
+		rev, err := strconv.ParseInt(r.PostFormValue("revision"), 10, 64)
+		switch {
+		case err != nil || rev <= 0:
+			d.Error = "the form carries no revision; reload the page and try again (nothing was recorded)"
+		case callID == "":
+			d.Error = "the form names no call; nothing was recorded"
+		default:
+			d.Error = read(r)
 		}
-		s.showRun(w, r, d, httpStatus(e.Code))
-		return
+		if d.Error != "" {
+			s.showRun(w, r, d, http.StatusBadRequest)
+			return
+		}
+		if !validRunID(id) {
+			s.showRun(w, r, d, http.StatusNotFound)
+			return
+		}
+		if err := write(r, id, rev, callID); err != nil {
+			e := asAPIError(err)
+			d.Error = e.Message
+			if e.Code == runtime.CodeCheckpointConflict {
+				d.Error = "Conflict: " + e.Message + ". The page below shows the run as it is now."
+			}
+			s.showRun(w, r, d, httpStatus(e.Code))
+			return
+		}
+		http.Redirect(w, r, "/runs/"+id+"?"+key+"="+url.QueryEscape(callID), http.StatusSeeOther)
 	}
-	http.Redirect(w, r, "/runs/"+id+"?decided="+url.QueryEscape(callID), http.StatusSeeOther)
+}
+
+// decideForm records an approval or a denial: one of the two buttons,
+// never implied.
+func (s *Server) decideForm() func(http.ResponseWriter, *http.Request, *pageData) {
+	return s.operatorForm("decided", func(r *http.Request) string {
+		if d := r.PostFormValue("decision"); d != "approve" && d != "deny" {
+			return "say the decision explicitly: Approve or Deny (nothing was recorded)"
+		}
+		return ""
+	}, func(r *http.Request, id string, rev int64, callID string) error {
+		_, _, err := s.decide(r.Context(), id, rev, []runtime.Decision{{CallID: callID,
+			Approve: r.PostFormValue("decision") == "approve", Reason: r.PostFormValue("reason")}})
+		return err
+	})
 }
 
 // resolveForm records the verified outcome of a call whose outcome is
 // unknown. Like the command, it takes nothing for granted: the output must
 // be written and success chosen explicitly.
-func (s *Server) resolveForm(w http.ResponseWriter, r *http.Request, d *pageData) {
-	id := r.PathValue("id")
-	callID := r.PostFormValue("call_id")
-	output := r.PostFormValue("output")
-	rev, err := strconv.ParseInt(r.PostFormValue("revision"), 10, 64)
-	var success bool
-	switch {
-	case err != nil || rev <= 0:
-		d.Error = "the form carries no revision; reload the page and resolve again (nothing was recorded)"
-	case callID == "":
-		d.Error = "the form names no call; nothing was recorded"
-	case strings.TrimSpace(output) == "":
-		d.Error = "write what really happened (the output the model will read); nothing was recorded"
-	case r.PostFormValue("success") == "true":
-		success = true
-	case r.PostFormValue("success") == "false":
-	default:
-		d.Error = "say whether the call succeeded or failed (nothing was recorded)"
-	}
-	if d.Error != "" {
-		s.showRun(w, r, d, http.StatusBadRequest)
-		return
-	}
-	if !validRunID(id) {
-		s.showRun(w, r, d, http.StatusNotFound)
-		return
-	}
-	if _, _, err := s.resolve(r.Context(), id, rev, callID, output, success); err != nil {
-		e := asAPIError(err)
-		d.Error = e.Message
-		if e.Code == runtime.CodeCheckpointConflict {
-			d.Error = "Conflict: " + e.Message + ". The page below shows the run as it is now."
+func (s *Server) resolveForm() func(http.ResponseWriter, *http.Request, *pageData) {
+	return s.operatorForm("resolved", func(r *http.Request) string {
+		if strings.TrimSpace(r.PostFormValue("output")) == "" {
+			return "write what really happened (the output the model will read); nothing was recorded"
 		}
-		s.showRun(w, r, d, httpStatus(e.Code))
-		return
-	}
-	http.Redirect(w, r, "/runs/"+id+"?resolved="+url.QueryEscape(callID), http.StatusSeeOther)
+		if v := r.PostFormValue("success"); v != "true" && v != "false" {
+			return "say whether the call succeeded or failed (nothing was recorded)"
+		}
+		return ""
+	}, func(r *http.Request, id string, rev int64, callID string) error {
+		_, _, err := s.resolve(r.Context(), id, rev, callID, r.PostFormValue("output"), r.PostFormValue("success") == "true")
+		return err
+	})
 }
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
