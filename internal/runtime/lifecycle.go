@@ -169,6 +169,12 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 		if err != nil {
 			return run, err
 		}
+		// The run continues at once, so this save does not stop it: it
+		// marks the run as being driven, as the loop's first save would
+		// (a crash from here on leaves a resumable running run with the
+		// decisions recorded). A save that stops a run makes the store
+		// check the whole file (docs/runs.md); this one need not.
+		run.Status, run.Error = state.StatusRunning, nil
 		if err := r.store.Save(ctx, run, delta); err != nil {
 			return run, storeError(run.ID, err)
 		}

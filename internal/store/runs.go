@@ -185,6 +185,11 @@ const (
 	itemsTail    = `SELECT seq, body FROM (SELECT seq, body FROM provider_items WHERE run_id = ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq`
 	journalAll   = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 ORDER BY seq, call_id`
 	journalTail  = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 AND (call_id IN (SELECT call_id FROM journal WHERE run_id = ?1 ORDER BY seq DESC, call_id DESC LIMIT ?2) OR json_extract(body, '$.stage') <> 'completed') ORDER BY seq, call_id`
+	// rowCounts estimates the rows of each child table from the largest
+	// seq, for the capacity of the slices (a hint: a gap only wastes).
+	rowCounts = `SELECT (SELECT coalesce(max(seq) + 1, 0) FROM messages WHERE run_id = ?1),
+		(SELECT coalesce(max(seq) + 1, 0) FROM provider_items WHERE run_id = ?1),
+		(SELECT coalesce(max(seq) + 1, 0) FROM journal WHERE run_id = ?1)`
 )
 
 // loadRunTail reads a run, with only the tail of its rows when tail > 0.
@@ -226,6 +231,20 @@ func loadRunTail(ctx context.Context, q querier, id string, tail int) (*state.Ru
 	if tail > 0 {
 		args = append(args, tail)
 	}
+	// Size the slices once: a run's seqs count from 0, so the largest
+	// seq of each table (read from its primary key, not by a scan) says
+	// how many rows follow. Growing by doubling instead copied a long
+	// run's journal about twice over.
+	var nm, ni, nj int
+	if err := q.QueryRowContext(ctx, rowCounts, id).Scan(&nm, &ni, &nj); err != nil {
+		return nil, dbErr(ctx, err)
+	}
+	if tail > 0 {
+		nm, ni, nj = min(nm, tail), min(ni, tail), min(nj, tail)
+	}
+	st.Messages = make([]state.Message, 0, nm)
+	st.ProviderItems = make([]state.ProviderItem, 0, ni)
+	st.Journal = make([]state.JournalEntry, 0, nj)
 	err = eachRow(ctx, q, mq, args,
 		func(seq int, _ string, body []byte) error {
 			m, err := runrow.Message(seq, body)
@@ -264,12 +283,12 @@ func eachRow(ctx context.Context, q querier, query string, args []any, fn func(s
 	}
 	defer rows.Close()
 	withCallID := strings.Contains(query, "call_id")
+	var (
+		seq    int
+		callID string
+		body   sql.RawBytes // valid until Next; fn decodes it at once, so one buffer serves every row
+	)
 	for rows.Next() {
-		var (
-			seq    int
-			callID string
-			body   sql.RawBytes // valid until Next; fn decodes it at once
-		)
 		if withCallID {
 			err = rows.Scan(&seq, &callID, &body)
 		} else {
