@@ -271,6 +271,25 @@ func Show(ctx context.Context, s state.Store, runID string) (*state.RunState, er
 	return st, nil
 }
 
+// Header loads a run's header alone (its status, config and usage, no
+// rows) when the store can (state.HeaderLoader), else the least of it the
+// store can give: what a caller needs before it resumes a run (its
+// deadline) then costs the same whatever the run's length.
+func Header(ctx context.Context, s state.Store, runID string) (*state.RunState, error) {
+	if hl, ok := s.(state.HeaderLoader); ok {
+		st, err := hl.LoadHeader(ctx, runID)
+		if errors.Is(err, state.ErrNotFound) {
+			return nil, &Error{Code: CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store", runID), Err: err}
+		}
+		if err != nil {
+			return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
+		}
+		return st, nil
+	}
+	st, _, err := ShowTail(ctx, s, runID, 1)
+	return st, err
+}
+
 // ShowTail loads a run to display it with only its last n messages,
 // provider items and journal entries, plus every journal entry that is not
 // completed (pending and unknown calls are always whole), and reports how
