@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -48,24 +47,32 @@ func identify(path string) (fileID, error) {
 // in the size of the store), which catches damage behind an intact header;
 // the runtime asks for it when it saves a run that stops.
 func (s *SQLite) guard(ctx context.Context, deep bool) error {
-	id, err := identify(s.path)
+	// Raw system calls, not os.Open: a save runs this every time, and
+	// open, fstat, pread and close are all it needs (os.Open also sets
+	// the descriptor non-blocking and offers it to the poller).
+	fd, err := syscall.Open(s.path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, syscall.ENOENT):
 		return fmt.Errorf("%w: %s was removed", ErrTampered, s.path)
 	case err != nil:
-		return fmt.Errorf("%w: %s cannot be checked: %v", ErrTampered, s.path, err)
-	case id != s.id:
-		return fmt.Errorf("%w: %s was replaced by another file", ErrTampered, s.path)
-	}
-	f, err := os.Open(s.path)
-	if err != nil {
 		return fmt.Errorf("%w: %s cannot be read: %v", ErrTampered, s.path, err)
 	}
-	head := make([]byte, 100)
-	_, err = io.ReadFull(f, head)
-	f.Close()
+	var (
+		st   syscall.Stat_t
+		head [100]byte
+		n    int
+	)
+	err = syscall.Fstat(fd, &st)
+	if err == nil {
+		n, err = syscall.Pread(fd, head[:], 0)
+	}
+	syscall.Close(fd)
 	switch {
 	case err != nil:
+		return fmt.Errorf("%w: %s cannot be checked: %v", ErrTampered, s.path, err)
+	case (fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}) != s.id:
+		return fmt.Errorf("%w: %s was replaced by another file", ErrTampered, s.path)
+	case n < len(head):
 		return fmt.Errorf("%w: %s was truncated (no SQLite header)", ErrTampered, s.path)
 	case !bytes.Equal(head[:len(sqliteMagic)], sqliteMagic):
 		return fmt.Errorf("%w: %s was overwritten (it no longer starts with a SQLite header)", ErrTampered, s.path)
