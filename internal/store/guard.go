@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"syscall"
 )
@@ -25,19 +24,6 @@ type fileID struct {
 	dev, ino uint64
 }
 
-// identify returns the identity of the file at path.
-func identify(path string) (fileID, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileID{}, err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileID{}, errors.New("file identity is not available on this system")
-	}
-	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil
-}
-
 // guard checks, before a write, that the file SQLite writes to is still the
 // one Open verified: the same file (device and inode) at the path, still
 // starting with a SQLite header that says WAL mode (which Open set). A tool
@@ -47,31 +33,26 @@ func identify(path string) (fileID, error) {
 // in the size of the store), which catches damage behind an intact header;
 // the runtime asks for it when it saves a run that stops.
 func (s *SQLite) guard(ctx context.Context, deep bool) error {
-	// Raw system calls, not os.Open: a save runs this every time, and
-	// open, fstat, pread and close are all it needs (os.Open also sets
-	// the descriptor non-blocking and offers it to the poller).
-	fd, err := syscall.Open(s.path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	switch {
-	case errors.Is(err, syscall.ENOENT):
-		return fmt.Errorf("%w: %s was removed", ErrTampered, s.path)
-	case err != nil:
-		return fmt.Errorf("%w: %s cannot be read: %v", ErrTampered, s.path, err)
-	}
+	// A stat of the path and a pread of the descriptor Open kept: a save
+	// runs this every time, and two system calls are all it needs.
 	var (
 		st   syscall.Stat_t
 		head [100]byte
 		n    int
 	)
-	err = syscall.Fstat(fd, &st)
-	if err == nil {
-		n, err = syscall.Pread(fd, head[:], 0)
-	}
-	syscall.Close(fd)
+	err := syscall.Stat(s.path, &st)
 	switch {
+	case errors.Is(err, syscall.ENOENT):
+		return fmt.Errorf("%w: %s was removed", ErrTampered, s.path)
 	case err != nil:
 		return fmt.Errorf("%w: %s cannot be checked: %v", ErrTampered, s.path, err)
 	case (fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}) != s.id:
 		return fmt.Errorf("%w: %s was replaced by another file", ErrTampered, s.path)
+	}
+	n, err = syscall.Pread(s.headFD, head[:], 0)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %s cannot be read: %v", ErrTampered, s.path, err)
 	case n < len(head):
 		return fmt.Errorf("%w: %s was truncated (no SQLite header)", ErrTampered, s.path)
 	case !bytes.Equal(head[:len(sqliteMagic)], sqliteMagic):
