@@ -255,7 +255,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	// the run's deadline: the one it will get, or the one it has.
 	deadline := runtime.DeadlineFor(time.Now(), timeout, agent)
 	if f.resume != "" {
-		if run, err := runtime.Show(context.Background(), st, f.resume); err == nil {
+		if run, err := runtime.Header(context.Background(), st, f.resume); err == nil {
 			deadline = run.Config.Deadline
 		}
 	}

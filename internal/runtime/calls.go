@@ -63,6 +63,9 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 			return d.exhausted(ctx, fmt.Sprintf("the run executed %d tool calls (--max-tool-calls %d); call %s was not executed", d.st.Usage.ToolCalls, b.MaxToolCalls, e.CallID))
 		}
 		if t == nil {
+			if err := d.flushHeld(ctx); err != nil {
+				return stepStop, err
+			}
 			return stepStop, &Error{Code: CodeInternal, Message: fmt.Sprintf("call %s names tool %q, which this agent does not expose", e.CallID, e.Tool)}
 		}
 		if t.Sandbox {
@@ -96,6 +99,9 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 	}
 	if len(pending) > 0 {
 		return d.finish(ctx, state.StatusWaitingApproval, nil, state.Delta{})
+	}
+	if err := d.flushHeld(ctx); err != nil {
+		return stepStop, err
 	}
 	return stepContinue, nil
 }
@@ -230,23 +236,21 @@ func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *ir.Tool)
 	out, err := exec.Execute(tctx, inv)
 	elapsed := d.r.now().Sub(began)
 	failpoint.Hit("before-result-saved")
+	// A known result is held for the drive's next write: the started of
+	// the reply's next call, or the write that closes the round or stops
+	// the run (runCalls), whichever comes first (docs/runs.md).
 	switch {
 	case err == nil:
-		if err := d.completeEntry(ctx, e, out.Success, out.Output, "executed", out.Sandboxed); err != nil {
-			return false, err
-		}
-		failpoint.Hit("after-result-saved")
 		outcome := "ok"
 		if !out.Success {
 			outcome = "error"
 		}
-		d.r.observe(Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: outcome, Duration: elapsed})
+		d.hold(e, out.Success, out.Output, "executed", out.Sandboxed,
+			Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: outcome, Duration: elapsed})
 		return true, nil
 	case notExecuted(err):
-		if err := d.completeEntry(ctx, e, false, fmt.Sprintf("error: tool %s could not be started: %v", t.Name, err), "not_executed", false); err != nil {
-			return false, err
-		}
-		d.r.observe(Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: "error", Duration: elapsed, Err: err})
+		d.hold(e, false, fmt.Sprintf("error: tool %s could not be started: %v", t.Name, err), "not_executed", false,
+			Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: "error", Duration: elapsed, Err: err})
 		return true, nil
 	default:
 		// ErrUnknownOutcome, or an executor failure we cannot
@@ -257,8 +261,20 @@ func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *ir.Tool)
 	}
 }
 
-// completeEntry records a known result of a call.
+// completeEntry records a known result of a call and saves it.
 func (d *driver) completeEntry(ctx context.Context, e *state.JournalEntry, success bool, output, outcome string, sandboxed bool) error {
+	d.setResult(e, success, output, outcome, sandboxed)
+	return d.saveResult(ctx, e)
+}
+
+// hold records a known result of a call in the run and holds it for the
+// drive's next write (driver.held); done is observed once it is saved.
+func (d *driver) hold(e *state.JournalEntry, success bool, output, outcome string, sandboxed bool, done Event) {
+	d.setResult(e, success, output, outcome, sandboxed)
+	d.held = append(d.held, heldResult{entry: *e, done: done})
+}
+
+func (d *driver) setResult(e *state.JournalEntry, success bool, output, outcome string, sandboxed bool) {
 	now := d.r.now().UTC()
 	e.Stage = state.StageCompleted
 	e.Success = success
@@ -266,7 +282,6 @@ func (d *driver) completeEntry(ctx context.Context, e *state.JournalEntry, succe
 	e.Outcome = outcome
 	e.Sandboxed = sandboxed
 	e.CompletedAt = &now
-	return d.saveResult(ctx, e)
 }
 
 // notExecuted reports whether an executor said that nothing ran: our own

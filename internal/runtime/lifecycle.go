@@ -169,6 +169,12 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 		if err != nil {
 			return run, err
 		}
+		// The run continues at once, so this save does not stop it: it
+		// marks the run as being driven, as the loop's first save would
+		// (a crash from here on leaves a resumable running run with the
+		// decisions recorded). A save that stops a run makes the store
+		// check the whole file (docs/runs.md); this one need not.
+		run.Status, run.Error = state.StatusRunning, nil
 		if err := r.store.Save(ctx, run, delta); err != nil {
 			return run, storeError(run.ID, err)
 		}
@@ -267,6 +273,25 @@ func Show(ctx context.Context, s state.Store, runID string) (*state.RunState, er
 		return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
 	}
 	return st, nil
+}
+
+// Header loads a run's header alone (its status, config and usage, no
+// rows) when the store can (state.HeaderLoader), else the least of it the
+// store can give: what a caller needs before it resumes a run (its
+// deadline) then costs the same whatever the run's length.
+func Header(ctx context.Context, s state.Store, runID string) (*state.RunState, error) {
+	if hl, ok := s.(state.HeaderLoader); ok {
+		st, err := hl.LoadHeader(ctx, runID)
+		if errors.Is(err, state.ErrNotFound) {
+			return nil, &Error{Code: CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store", runID), Err: err}
+		}
+		if err != nil {
+			return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
+		}
+		return st, nil
+	}
+	st, _, err := ShowTail(ctx, s, runID, 1)
+	return st, err
 }
 
 // ShowTail loads a run to display it with only its last n messages,

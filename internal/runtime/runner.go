@@ -293,6 +293,21 @@ type driver struct {
 	callIdx   map[string]int
 	firstOpen int
 	rounds    int
+
+	// held are results of the current reply's calls that are known but
+	// not yet saved: the next write of the drive carries them (the next
+	// call's started, or the write that closes the round or stops the
+	// run), so calls run one after another share writes without a result
+	// ever waiting past the next tool's start or the next provider
+	// request. Their events are observed once that write is durable.
+	held []heldResult
+}
+
+// heldResult is a completed journal entry waiting for the drive's next
+// write, and the event that reports it.
+type heldResult struct {
+	entry state.JournalEntry
+	done  Event
 }
 
 func newDriver(r *Runner, st *state.RunState, log ToolLog) *driver {
@@ -318,12 +333,42 @@ func (d *driver) entry(callID string) *state.JournalEntry {
 
 func (d *driver) save(ctx context.Context, delta state.Delta) error {
 	d.st.UpdatedAt = d.r.now().UTC()
+	if len(d.held) > 0 {
+		journal := make([]state.JournalEntry, 0, len(d.held)+len(delta.Journal))
+		for _, h := range d.held {
+			journal = append(journal, h.entry)
+		}
+		delta.Journal = append(journal, delta.Journal...)
+	}
 	// The store waits for a busy database as long as ctx allows: the
 	// drive's context has no deadline of its own, so a step (above all a
 	// tool's result already in hand) is never given up because other
 	// processes were writing.
 	if err := d.r.store.Save(ctx, d.st, delta); err != nil {
 		return storeError(d.st.ID, err)
+	}
+	held := d.held
+	d.held = nil
+	for _, h := range held {
+		failpoint.Hit("after-result-saved")
+		d.r.observe(h.done)
+	}
+	return nil
+}
+
+// flushHeld saves the held results, with the round's tool messages when
+// they complete it.
+func (d *driver) flushHeld(ctx context.Context) error {
+	if len(d.held) == 0 {
+		return nil
+	}
+	var delta state.Delta
+	closed := d.closeRound(&delta)
+	if err := d.save(ctx, delta); err != nil {
+		return err
+	}
+	if closed {
+		failpoint.Hit("after-tool-messages")
 	}
 	return nil
 }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"syscall"
 )
@@ -26,19 +24,6 @@ type fileID struct {
 	dev, ino uint64
 }
 
-// identify returns the identity of the file at path.
-func identify(path string) (fileID, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileID{}, err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileID{}, errors.New("file identity is not available on this system")
-	}
-	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil
-}
-
 // guard checks, before a write, that the file SQLite writes to is still the
 // one Open verified: the same file (device and inode) at the path, still
 // starting with a SQLite header that says WAL mode (which Open set). A tool
@@ -48,24 +33,27 @@ func identify(path string) (fileID, error) {
 // in the size of the store), which catches damage behind an intact header;
 // the runtime asks for it when it saves a run that stops.
 func (s *SQLite) guard(ctx context.Context, deep bool) error {
-	id, err := identify(s.path)
+	// A stat of the path and a pread of the descriptor Open kept: a save
+	// runs this every time, and two system calls are all it needs.
+	var (
+		st   syscall.Stat_t
+		head [100]byte
+		n    int
+	)
+	err := syscall.Stat(s.path, &st)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, syscall.ENOENT):
 		return fmt.Errorf("%w: %s was removed", ErrTampered, s.path)
 	case err != nil:
 		return fmt.Errorf("%w: %s cannot be checked: %v", ErrTampered, s.path, err)
-	case id != s.id:
+	case (fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}) != s.id:
 		return fmt.Errorf("%w: %s was replaced by another file", ErrTampered, s.path)
 	}
-	f, err := os.Open(s.path)
-	if err != nil {
-		return fmt.Errorf("%w: %s cannot be read: %v", ErrTampered, s.path, err)
-	}
-	head := make([]byte, 100)
-	_, err = io.ReadFull(f, head)
-	f.Close()
+	n, err = syscall.Pread(s.headFD, head[:], 0)
 	switch {
 	case err != nil:
+		return fmt.Errorf("%w: %s cannot be read: %v", ErrTampered, s.path, err)
+	case n < len(head):
 		return fmt.Errorf("%w: %s was truncated (no SQLite header)", ErrTampered, s.path)
 	case !bytes.Equal(head[:len(sqliteMagic)], sqliteMagic):
 		return fmt.Errorf("%w: %s was overwritten (it no longer starts with a SQLite header)", ErrTampered, s.path)

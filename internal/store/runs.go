@@ -175,20 +175,32 @@ func loadRun(ctx context.Context, q querier, id string) (*state.RunState, error)
 	return loadRunTail(ctx, q, id, 0)
 }
 
-// The child-row queries of a whole run and of its tail (?2: how many rows).
-// The tail of the journal keeps every entry not completed, found by its
-// stage in the body.
-const (
-	messagesAll  = `SELECT seq, body FROM messages WHERE run_id = ?1 ORDER BY seq`
-	messagesTail = `SELECT seq, body FROM (SELECT seq, body FROM messages WHERE run_id = ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq`
-	itemsAll     = `SELECT seq, body FROM provider_items WHERE run_id = ?1 ORDER BY seq`
-	itemsTail    = `SELECT seq, body FROM (SELECT seq, body FROM provider_items WHERE run_id = ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq`
-	journalAll   = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 ORDER BY seq, call_id`
-	journalTail  = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 AND (call_id IN (SELECT call_id FROM journal WHERE run_id = ?1 ORDER BY seq DESC, call_id DESC LIMIT ?2) OR json_extract(body, '$.stage') <> 'completed') ORDER BY seq, call_id`
-)
+// LoadHeader reads run id's header alone, with its holder, and none of
+// its rows (state.HeaderLoader): what a resume needs before it takes the
+// run (its deadline) costs the same for a run of any length.
+func (s *SQLite) LoadHeader(ctx context.Context, id string) (*state.RunState, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", id, dbErr(ctx, err))
+	}
+	defer tx.Rollback()
+	st, err := loadHeader(ctx, tx, id)
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", id, err)
+	}
+	cur, err := readLease(ctx, tx, id, nil)
+	if err != nil {
+		return nil, fmt.Errorf("load run %s: %w", id, err)
+	}
+	if s.holds(id, cur) {
+		st.Holder = &cur
+	}
+	return st, nil
+}
 
-// loadRunTail reads a run, with only the tail of its rows when tail > 0.
-func loadRunTail(ctx context.Context, q querier, id string, tail int) (*state.RunState, error) {
+// loadHeader reads the header columns of run id into a RunState with
+// empty rows.
+func loadHeader(ctx context.Context, q querier, id string) (*state.RunState, error) {
 	st := &state.RunState{
 		ID:            id,
 		Messages:      []state.Message{},
@@ -217,6 +229,32 @@ func loadRunTail(ctx context.Context, q querier, id string, tail int) (*state.Ru
 	if err := h.Decode(st); err != nil {
 		return nil, err
 	}
+	return st, nil
+}
+
+// The child-row queries of a whole run and of its tail (?2: how many rows).
+// The tail of the journal keeps every entry not completed, found by its
+// stage in the body.
+const (
+	messagesAll  = `SELECT seq, body FROM messages WHERE run_id = ?1 ORDER BY seq`
+	messagesTail = `SELECT seq, body FROM (SELECT seq, body FROM messages WHERE run_id = ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq`
+	itemsAll     = `SELECT seq, body FROM provider_items WHERE run_id = ?1 ORDER BY seq`
+	itemsTail    = `SELECT seq, body FROM (SELECT seq, body FROM provider_items WHERE run_id = ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq`
+	journalAll   = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 ORDER BY seq, call_id`
+	journalTail  = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 AND (call_id IN (SELECT call_id FROM journal WHERE run_id = ?1 ORDER BY seq DESC, call_id DESC LIMIT ?2) OR json_extract(body, '$.stage') <> 'completed') ORDER BY seq, call_id`
+	// rowCounts estimates the rows of each child table from the largest
+	// seq, for the capacity of the slices (a hint: a gap only wastes).
+	rowCounts = `SELECT (SELECT coalesce(max(seq) + 1, 0) FROM messages WHERE run_id = ?1),
+		(SELECT coalesce(max(seq) + 1, 0) FROM provider_items WHERE run_id = ?1),
+		(SELECT coalesce(max(seq) + 1, 0) FROM journal WHERE run_id = ?1)`
+)
+
+// loadRunTail reads a run, with only the tail of its rows when tail > 0.
+func loadRunTail(ctx context.Context, q querier, id string, tail int) (*state.RunState, error) {
+	st, err := loadHeader(ctx, q, id)
+	if err != nil {
+		return nil, err
+	}
 
 	mq, iq, jq := messagesAll, itemsAll, journalAll
 	if tail > 0 {
@@ -226,6 +264,20 @@ func loadRunTail(ctx context.Context, q querier, id string, tail int) (*state.Ru
 	if tail > 0 {
 		args = append(args, tail)
 	}
+	// Size the slices once: a run's seqs count from 0, so the largest
+	// seq of each table (read from its primary key, not by a scan) says
+	// how many rows follow. Growing by doubling instead copied a long
+	// run's journal about twice over.
+	var nm, ni, nj int
+	if err := q.QueryRowContext(ctx, rowCounts, id).Scan(&nm, &ni, &nj); err != nil {
+		return nil, dbErr(ctx, err)
+	}
+	if tail > 0 {
+		nm, ni, nj = min(nm, tail), min(ni, tail), min(nj, tail)
+	}
+	st.Messages = make([]state.Message, 0, nm)
+	st.ProviderItems = make([]state.ProviderItem, 0, ni)
+	st.Journal = make([]state.JournalEntry, 0, nj)
 	err = eachRow(ctx, q, mq, args,
 		func(seq int, _ string, body []byte) error {
 			m, err := runrow.Message(seq, body)
@@ -264,12 +316,12 @@ func eachRow(ctx context.Context, q querier, query string, args []any, fn func(s
 	}
 	defer rows.Close()
 	withCallID := strings.Contains(query, "call_id")
+	var (
+		seq    int
+		callID string
+		body   sql.RawBytes // valid until Next; fn decodes it at once, so one buffer serves every row
+	)
 	for rows.Next() {
-		var (
-			seq    int
-			callID string
-			body   sql.RawBytes // valid until Next; fn decodes it at once
-		)
 		if withCallID {
 			err = rows.Scan(&seq, &callID, &body)
 		} else {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"modernc.org/sqlite"
@@ -59,8 +60,14 @@ type SQLite struct {
 	path string
 	// id is the identity of the file Open verified; every write checks
 	// that it is still the file at path (see guard).
-	id  fileID
-	now func() time.Time
+	id fileID
+	// headFD is the store file, open read-only for the life of the
+	// handle: guard reads the header through it, so a save's check
+	// costs a stat and a pread rather than an open and a close (and
+	// closing a descriptor of the file would also drop the POSIX locks
+	// SQLite's connections hold on it).
+	headFD int
+	now    func() time.Time
 	// busyTimeout bounds one attempt of a write whose context has no
 	// deadline (see inTx).
 	busyTimeout time.Duration
@@ -166,10 +173,19 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 		return nil, fmt.Errorf("open run store %s: %w", path, err)
 	}
 	tightenMode(abs)
-	if s.id, err = identify(abs); err != nil {
+	// The identity is the open descriptor's, so the file guard reads is
+	// the file it compares against.
+	if s.headFD, err = syscall.Open(abs, syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open run store %s: %w", path, err)
 	}
+	var fst syscall.Stat_t
+	if err := syscall.Fstat(s.headFD, &fst); err != nil {
+		db.Close()
+		syscall.Close(s.headFD)
+		return nil, fmt.Errorf("open run store %s: %w", path, err)
+	}
+	s.id = fileID{dev: uint64(fst.Dev), ino: uint64(fst.Ino)}
 	return s, nil
 }
 
@@ -323,7 +339,11 @@ func (s *SQLite) Close() error {
 	for _, st := range s.stmts {
 		st.Close()
 	}
-	if err := s.db.Close(); err != nil {
+	err := s.db.Close()
+	// After SQLite's connections: closing it releases this process's
+	// POSIX locks on the file.
+	syscall.Close(s.headFD)
+	if err != nil {
 		return fmt.Errorf("close run store %s: %w", s.path, err)
 	}
 	return nil

@@ -981,3 +981,31 @@ func TestSaveHeaderDelta(t *testing.T) {
 	}
 	check("after another handle's update")
 }
+
+// LoadHeader gives what Load gives of a run but its rows, and a missing
+// run as state.ErrNotFound.
+func TestLoadHeaderHasNoRows(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	st := newRun("hdr", 40, 20)
+	st.Output = json.RawMessage(`"answer"`)
+	st.Error = &state.RunError{Code: "c", Message: "m"}
+	if err := s.Create(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	whole := mustLoad(t, s, "hdr")
+	h, err := s.LoadHeader(ctx, "hdr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Messages)+len(h.ProviderItems)+len(h.Journal) != 0 {
+		t.Fatalf("header load has %d messages, %d items, %d entries; want none", len(h.Messages), len(h.ProviderItems), len(h.Journal))
+	}
+	whole.Messages, whole.ProviderItems, whole.Journal = h.Messages, h.ProviderItems, h.Journal
+	if got, want := mustJSON(t, h), mustJSON(t, whole); got != want {
+		t.Fatalf("header load\n%s\nwant the whole load without rows\n%s", got, want)
+	}
+	if _, err := s.LoadHeader(ctx, "nope"); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("missing run: %v, want ErrNotFound", err)
+	}
+}

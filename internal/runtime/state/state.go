@@ -378,3 +378,11 @@ type Omitted struct {
 type TailLoader interface {
 	LoadTail(ctx context.Context, id string, n int) (*RunState, Omitted, error)
 }
+
+// HeaderLoader is a Store that can read a run's header alone (status,
+// config, task, usage, output, error, timestamps, revision, holder) with
+// no rows, for a caller that needs only those: its Messages,
+// ProviderItems and Journal are empty. A missing run is ErrNotFound.
+type HeaderLoader interface {
+	LoadHeader(ctx context.Context, id string) (*RunState, error)
+}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"github.com/nexa-run/nexa/internal/runtime/state"
 )
 
@@ -82,7 +84,7 @@ func (h Header) Decode(st *state.RunState) error {
 // damaged row in the same words.
 func Message(seq int, body []byte) (state.Message, error) {
 	var m state.Message
-	if err := json.Unmarshal(body, &m); err != nil {
+	if err := jsonv2.Unmarshal(body, &m); err != nil {
 		return m, fmt.Errorf("decode message %d: %w", seq, err)
 	}
 	m.Seq = seq
@@ -93,7 +95,7 @@ func Message(seq int, body []byte) (state.Message, error) {
 // as JSON null loads as nil again.
 func ProviderItem(seq int, body []byte) (state.ProviderItem, error) {
 	var it state.ProviderItem
-	if err := json.Unmarshal(body, &it); err != nil {
+	if err := jsonv2.Unmarshal(body, &it); err != nil {
 		return it, fmt.Errorf("decode provider item %d: %w", seq, err)
 	}
 	it.Seq = seq
@@ -105,7 +107,7 @@ func ProviderItem(seq int, body []byte) (state.ProviderItem, error) {
 // JSON null load as nil again.
 func JournalEntry(seq int, callID string, body []byte) (state.JournalEntry, error) {
 	var e state.JournalEntry
-	if err := json.Unmarshal(body, &e); err != nil {
+	if err := jsonv2.Unmarshal(body, &e); err != nil {
 		return e, fmt.Errorf("decode journal entry %s: %w", callID, err)
 	}
 	e.Seq, e.CallID = seq, callID
