@@ -104,7 +104,7 @@ func TestJSONTools(t *testing.T) {
 		{"json_validate", m{"text": `{"a":2}`, "schema": `{"type":"object","properties":{"a":{"type":"integer"}}}`}, `~"valid":true`, true},
 		{"json_validate", m{"text": `{}`, "schema": `{"$ref":"file:///etc/passwd"}`}, "~not loaded", false},
 		{"json_validate", m{"text": `{}`, "schema": `{"$ref":"https://example.com/s.json"}`}, "~not loaded", false},
-		{"json_validate", m{"text": `{}`, "schema": `{"type":`}, "~schema is not valid JSON", false},
+		{"json_validate", m{"text": `{}`, "schema": `{"type":`}, "~schema: not valid JSON", false},
 	})
 }
 
