@@ -346,33 +346,38 @@ func (w *walker) object(n *js.Schema, m map[string]any, at string, depth int) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	// Problems of the object itself come first, then those of its
+	// properties in key order.
 	var extra []string
+	var walks []func()
 	for _, k := range keys {
 		loc := at + "/" + escape(k)
 		matched := false
 		if p, ok := n.Properties[k]; ok {
 			matched = true
-			w.walk(p, m[k], loc, depth+1)
+			walks = append(walks, func() { w.walk(p, m[k], loc, depth+1) })
 		}
-		for re, p := range n.PatternProperties {
-			if w.s.regexp(re).MatchString(k) {
+		for _, re := range sortedKeys(n.PatternProperties) {
+			if p := n.PatternProperties[re]; w.s.regexp(re).MatchString(k) {
 				matched = true
-				w.walk(p, m[k], loc, depth+1)
+				walks = append(walks, func() { w.walk(p, m[k], loc, depth+1) })
 			}
 		}
-		if matched || n.AdditionalProperties == nil {
-			continue
-		}
-		if isFalse(n.AdditionalProperties) {
+		switch {
+		case matched || n.AdditionalProperties == nil:
+		case isFalse(n.AdditionalProperties):
 			extra = append(extra, k)
-		} else {
-			w.walk(n.AdditionalProperties, m[k], loc, depth+1)
+		default:
+			walks = append(walks, func() { w.walk(n.AdditionalProperties, m[k], loc, depth+1) })
 		}
 	}
 	if len(extra) == 1 {
 		w.add(at, "additional property '%s' is not allowed", extra[0])
 	} else if len(extra) > 1 {
 		w.add(at, "additional properties %s are not allowed", quoteNames(extra))
+	}
+	for _, f := range walks {
+		f()
 	}
 }
 
@@ -727,6 +732,9 @@ var libPrefix = regexp.MustCompile(`validating [^:]*: `)
 // match its pattern.
 var patternMsg = regexp.MustCompile(`^pattern: (.*) does not match regular expression (.*)$`)
 
+// ratio matches the n/1 form the library gives whole numbers.
+var ratio = regexp.MustCompile(`\b(\d+)/1\b`)
+
 // trailingZeros matches the "%f" form the library gives bounds (1.000000).
 var trailingZeros = regexp.MustCompile(`\b(\d+)\.0+\b`)
 
@@ -740,6 +748,7 @@ func tidy(msg string) string {
 		msg = m[1] + " does not match pattern " + m[2]
 	}
 	msg = strings.ReplaceAll(msg, "not: validated against <anonymous schema>", "matches the schema under \"not\", which it must not")
+	msg = ratio.ReplaceAllString(msg, "$1")
 	return trailingZeros.ReplaceAllString(strings.TrimSpace(msg), "$1")
 }
 

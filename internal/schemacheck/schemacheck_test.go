@@ -1,0 +1,186 @@
+package schemacheck
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// problems compiles schema, decodes value and returns what a model would
+// read (capped at 5, as the runtime does).
+func problems(t *testing.T, schema, value string) string {
+	t.Helper()
+	s, err := Compile([]byte(schema))
+	if err != nil {
+		t.Fatalf("schema %s: %v", schema, err)
+	}
+	v, err := Decode([]byte(value))
+	if err != nil {
+		t.Fatalf("value %s: %v", value, err)
+	}
+	return Explain(s.Validate(v), 5)
+}
+
+const order = `{
+  "type": "object",
+  "properties": {
+    "customer": {"type": "string", "minLength": 2},
+    "priority": {"enum": ["low", "high"]},
+    "items": {"type": "array", "minItems": 1, "items": {
+      "type": "object",
+      "properties": {"name": {"type": "string"}, "qty": {"type": "integer", "minimum": 1}},
+      "required": ["name", "qty"],
+      "additionalProperties": false
+    }}
+  },
+  "required": ["customer", "items"],
+  "additionalProperties": false
+}`
+
+func TestMessages(t *testing.T) {
+	cases := []struct{ name, schema, value, want string }{
+		{"valid", order, `{"customer": "ann", "items": [{"name": "tea", "qty": 2}]}`, ``},
+		{"missing required", order, `{"items": [{"name": "tea", "qty": 2}]}`,
+			`at /: missing property 'customer'`},
+		{"wrong type at a nested array index", order, `{"customer": "ann", "items": [{"name": "tea", "qty": 1}, {"name": "jam", "qty": 1}, {"name": 7, "qty": 1}]}`,
+			`at /items/2/name: got integer, want string`},
+		{"enum", order, `{"customer": "ann", "priority": "urgent", "items": [{"name": "tea", "qty": 1}]}`,
+			`at /priority: value must be one of "low", "high"`},
+		{"additional property", order, `{"customer": "ann", "colour": "red", "items": [{"name": "tea", "qty": 1, "note": "x"}]}`,
+			`at /: additional property 'colour' is not allowed; at /items/0: additional property 'note' is not allowed`},
+		{"several errors at once", order, `{"customer": "a", "priority": 3, "items": [{"qty": 0}, {"name": "jam", "qty": 1.5}]}`,
+			`at /customer: minLength: "a" contains 1 Unicode code points, fewer than 2; ` +
+				`at /items/0: missing property 'name'; at /items/0/qty: got 0, want at least 1; ` +
+				`at /items/1/qty: got number, want integer; at /priority: value must be one of "low", "high"`},
+		{"more than five", order, `{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7}`,
+			`at /: missing property 'customer'; at /: missing property 'items'; ` +
+				`at /: additional properties 'a', 'b', 'c', 'd', 'e', 'f', 'g' are not allowed`},
+		{"wrong type stops there", order, `[1, 2]`, `at /: got array, want object`},
+		{"empty array", order, `{"customer": "ann", "items": []}`, `at /items: minItems: array length 0 is less than 1`},
+		{"key with a slash", `{"properties": {"a/b": {"type": "boolean"}}}`, `{"a/b": "yes"}`,
+			`at /a~1b: got string, want boolean`},
+		{"bounds", `{"type": "object", "properties": {"a": {"exclusiveMinimum": 0}, "b": {"maximum": 2.5}, "c": {"exclusiveMaximum": 1}}}`,
+			`{"a": 0, "b": 3, "c": 1}`,
+			`at /a: got 0, want more than 0; at /b: got 3, want at most 2.5; at /c: got 1, want less than 1`},
+		{"pattern and multipleOf", `{"type": "object", "properties": {"id": {"pattern": "^[a-z]+$"}, "n": {"multipleOf": 2}}}`,
+			`{"id": "A1", "n": 3}`,
+			`at /id: "A1" does not match pattern "^[a-z]+$"; at /n: multipleOf: 3 is not a multiple of 2`},
+		{"optional object through $ref", `{"$defs": {"Item": {"type": "object", "properties": {"n": {"type": "string"}}, "required": ["n"]}},
+			"type": "object", "properties": {"item": {"anyOf": [{"$ref": "#/$defs/Item"}, {"type": "null"}]}}}`,
+			`{"item": {"n": 5}}`, `at /item/n: got integer, want string`},
+		{"anyOf with no fitting type", `{"anyOf": [{"type": "string"}, {"type": "null"}]}`, `4`,
+			`at /: got integer, want null or string`},
+		{"anyOf, several fit", `{"anyOf": [{"type": "string", "minLength": 3}, {"type": "string", "pattern": "^x"}]}`, `"ab"`,
+			`at /: matches none of the 2 anyOf alternatives (0, 1 fit its type)`},
+		{"oneOf matching twice", `{"oneOf": [{"type": "integer"}, {"minimum": 0}]}`, `3`,
+			`at /: matches 2 of the oneOf alternatives (0, 1), want exactly one`},
+		{"recursive schema", `{"$defs": {"node": {"type": "object", "properties": {"name": {"type": "string"},
+			"children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}, "$ref": "#/$defs/node"}`,
+			`{"name": "r", "children": [{"name": "a"}, {"name": "b", "children": [{"name": false}]}]}`,
+			`at /children/1/children/0/name: got boolean, want string`},
+		{"not, with a reference inside", `{"$defs": {"s": {"type": "string"}}, "properties": {"a": {"not": {"$ref": "#/$defs/s"}}}}`,
+			`{"a": "x"}`, `at /a: matches the schema under "not", which it must not`},
+		{"draft-07 tuple items", `{"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"type": "string"}], "additionalItems": false}`,
+			`["a", "b"]`, `at /: got 2 items, at most 1 allowed`},
+		{"prefixItems", `{"prefixItems": [{"type": "string"}, {"type": "integer"}]}`, `["a", "b", 3]`,
+			`at /1: got string, want integer`},
+		{"boolean false property", `{"properties": {"a": false}}`, `{"a": 1}`,
+			`at /a: matches the schema under "not", which it must not`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := problems(t, c.schema, c.value); got != c.want {
+				t.Errorf("got  %s\nwant %s", got, c.want)
+			}
+		})
+	}
+}
+
+func TestCap(t *testing.T) {
+	s, err := Compile([]byte(`{"type": "array", "items": {"type": "string"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := Decode([]byte(`[1, 2, 3, 4, 5, 6, 7, 8]`))
+	got := Explain(s.Validate(v), 5)
+	want := "at /0: got integer, want string; at /1: got integer, want string; at /2: got integer, want string; " +
+		"at /3: got integer, want string; at /4: got integer, want string; and 3 more"
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if l := Strings(s.Validate(v), 50); len(l) != 8 || l[7] != "at /7: got integer, want string" {
+		t.Errorf("Strings = %q", l)
+	}
+}
+
+func TestInvalidSchemas(t *testing.T) {
+	cases := []struct{ name, schema, want string }{
+		{"not JSON", `{"type":`, `not valid JSON: unexpected EOF`},
+		{"several misshapen keywords", `{"type": "object", "properties": {"p": {"type": "strin"}, "q": {"minLength": -1}, "r": {"required": "x"}}}`,
+			`not a valid JSON Schema: at /properties/p/type: value must be one of "array", "boolean", "integer", "null", "number", "object", "string"; ` +
+				`at /properties/q/minLength: got -1, want at least 0; at /properties/r/required: got string, want array`},
+		{"type list", `{"type": ["string", "text"]}`, `not a valid JSON Schema: at /type/1: value must be one of "array", "boolean", "integer", "null", "number", "object", "string"`},
+		{"schema of the wrong type", `[1]`, `not a valid JSON Schema: at /: got array, want object or boolean`},
+		{"empty allOf", `{"allOf": []}`, `not a valid JSON Schema: at /allOf: minItems: array length 0 is less than 1`},
+		{"bad regular expression", `{"properties": {"a": {"pattern": "("}}, "patternProperties": {"[": {}}}`,
+			"not a valid JSON Schema: at /patternProperties/[: key is not a valid regular expression: missing closing ]: `[`; " +
+				"at /properties/a/pattern: not a valid regular expression: missing closing ): `(`"},
+		{"external file", `{"$ref": "file:///etc/passwd"}`, `external schema references are not loaded (file:///etc/passwd)`},
+		{"external URL", `{"properties": {"a": {"$ref": "https://example.com/s.json"}}}`, `external schema references are not loaded (https://example.com/s.json)`},
+		{"missing definition", `{"$ref": "#/$defs/nowhere"}`, `not a valid JSON Schema:`},
+		{"old draft", `{"$schema": "http://json-schema.org/draft-04/schema#"}`, `$schema "http://json-schema.org/draft-04/schema#" is not supported (use draft 2020-12 or draft-07)`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Compile([]byte(c.schema))
+			if err == nil {
+				t.Fatalf("accepted")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got  %v\nwant %s", err, c.want)
+			}
+			if strings.Contains(c.name, "external") && !errors.Is(err, ErrExternalRef) {
+				t.Errorf("%v does not wrap ErrExternalRef", err)
+			}
+		})
+	}
+}
+
+func TestEmptySchemaMeansObject(t *testing.T) {
+	if got := problems(t, ``, `"x"`); got != "at /: got string, want object" {
+		t.Errorf("got %s", got)
+	}
+}
+
+// Go values (not decoded JSON) are classified like their JSON forms.
+func TestGoNumbers(t *testing.T) {
+	s, err := Compile([]byte(`{"properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := s.Validate(map[string]any{"a": 3, "b": float32(1.5)}); fmt.Sprint(ps) != "[at /b: got number, want string]" {
+		t.Errorf("got %v", ps)
+	}
+}
+
+// One Schema serves concurrent tool calls (run with -race).
+func TestConcurrentValidate(t *testing.T) {
+	s, err := Compile([]byte(order))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := Decode([]byte(`{"customer": "a", "items": [{"qty": 0}]}`))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if len(s.Validate(v)) != 3 {
+				t.Error("wrong problem count")
+			}
+		}()
+	}
+	wg.Wait()
+}
