@@ -724,32 +724,34 @@ func redirect(n *js.Schema) {
 	children(n, redirect)
 }
 
-// libPrefix matches the "validating <schema path>: " the library puts
-// before each reason.
-var libPrefix = regexp.MustCompile(`validating [^:]*: `)
+// tidying holds the patterns tidy uses, compiled on first use so that
+// start-up pays nothing for them.
+var tidying = sync.OnceValue(func() (t struct{ libPrefix, patternMsg, ratio, trailingZeros *regexp.Regexp }) {
+	// the "validating <schema path>: " the library puts before each reason
+	t.libPrefix = regexp.MustCompile(`validating [^:]*: `)
+	// its reason for a string that does not match its pattern
+	t.patternMsg = regexp.MustCompile(`^pattern: (.*) does not match regular expression (.*)$`)
+	// the n/1 form it gives whole numbers
+	t.ratio = regexp.MustCompile(`\b(\d+)/1\b`)
+	// the "%f" form it gives bounds (1.000000)
+	t.trailingZeros = regexp.MustCompile(`\b(\d+)\.0+\b`)
+	return t
+})
 
-// patternMsg matches the library's reason for a string that does not
-// match its pattern.
-var patternMsg = regexp.MustCompile(`^pattern: (.*) does not match regular expression (.*)$`)
-
-// ratio matches the n/1 form the library gives whole numbers.
-var ratio = regexp.MustCompile(`\b(\d+)/1\b`)
-
-// trailingZeros matches the "%f" form the library gives bounds (1.000000).
-var trailingZeros = regexp.MustCompile(`\b(\d+)\.0+\b`)
 
 // tidy keeps the library's reason and drops its schema path bookkeeping.
 func tidy(msg string) string {
-	msg = libPrefix.ReplaceAllString(msg, "")
+	t := tidying()
+	msg = t.libPrefix.ReplaceAllString(msg, "")
 	msg = strings.TrimPrefix(msg, "jsonschema: ")
 	msg = strings.TrimPrefix(msg, "jsonschema.Schema: ")
 	msg = strings.TrimPrefix(msg, "<anonymous schema>: ")
-	if m := patternMsg.FindStringSubmatch(msg); m != nil {
+	if m := t.patternMsg.FindStringSubmatch(msg); m != nil {
 		msg = m[1] + " does not match pattern " + m[2]
 	}
 	msg = strings.ReplaceAll(msg, "not: validated against <anonymous schema>", "matches the schema under \"not\", which it must not")
-	msg = ratio.ReplaceAllString(msg, "$1")
-	return trailingZeros.ReplaceAllString(strings.TrimSpace(msg), "$1")
+	msg = t.ratio.ReplaceAllString(msg, "$1")
+	return t.trailingZeros.ReplaceAllString(strings.TrimSpace(msg), "$1")
 }
 
 func escape(k string) string {
