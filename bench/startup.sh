@@ -7,9 +7,11 @@
 #           runs alternate between them, so that each sees the same load
 # Prints, for `nexa version`, `nexa validate` of a small file and a one-step
 # scripted run (one native tool call, then the answer): the median and the
-# least wall time per process, and the init totals that GODEBUG=inittrace=1
-# reports (per-package work before main; allocations do not depend on the
-# machine's load, the milliseconds do). Also prints the load average, to be
+# least wall time per process, the median CPU time, and the init totals
+# that GODEBUG=inittrace=1 reports (per-package work before main;
+# allocations do not depend on the machine's load, the milliseconds do).
+# The same rows for "floor", a Go program that does nothing (built here),
+# give the floor in the same minutes. Also prints the load average, to be
 # written beside the figures.
 set -euo pipefail
 if [ -z "${EPOCHREALTIME:-}" ]; then echo "bench/startup.sh needs bash 5 or later" >&2; exit 2; fi
@@ -24,6 +26,9 @@ if [ ${#bins[@]} -eq 0 ]; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+printf 'package main\n\nfunc main() {}\n' > "$work/floor.go"
+go build -o "$work/floor" "$work/floor.go"
+bins=("$work/floor" "${bins[@]}")
 cd "$work"
 
 cat > add.nx <<'NX'
@@ -43,13 +48,12 @@ cat > model.json <<'JSON'
 ]}
 JSON
 
-# wall time of one process in milliseconds, read from bash's own clock
-# (EPOCHREALTIME, bash 5) so that no helper process is timed with it
+# wall and CPU (user + system) time of one process in milliseconds, from
+# bash's own `time` keyword, so that no helper process is timed with it
 ms() {
-	local t0=$EPOCHREALTIME
-	"$@" >/dev/null 2>&1 || true
-	local t1=$EPOCHREALTIME
-	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f\n", (b - a) * 1000 }'
+	local TIMEFORMAT='%3R %3U %3S' out
+	out=$({ time "$@" >/dev/null 2>&1; } 2>&1) || true
+	awk -v t="$out" 'BEGIN { split(t, f, " "); printf "%.1f/%.1f\n", f[1] * 1000, (f[2] + f[3]) * 1000 }'
 }
 
 # measure NAME ARGS...: runs "BIN ARGS..." for every binary, alternating
@@ -64,9 +68,11 @@ measure() {
 		for i in "${!bins[@]}"; do all[$i]+="$(ms "${bins[$i]}" "$@") "; done
 	done
 	for i in "${!bins[@]}"; do
-		printf '%s\n' ${all[$i]} | sort -n | awk -v name="$name" -v bin="${bins[$i]##*/}" '
-			{ v[NR] = $1 }
-			END { printf "%-34s %-14s median %6.1f ms   least %6.1f ms   (%d runs)\n", name, bin, v[int((NR+1)/2)], v[1], NR }'
+		printf '%s\n' ${all[$i]} | tr / ' ' | awk -v name="$name" -v bin="${bins[$i]##*/}" '
+			function sort(a, n,   i, j, t) { for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t } }
+			{ w[NR] = $1; c[NR] = $2 }
+			END { sort(w, NR); sort(c, NR); m = int((NR + 1) / 2)
+			      printf "%-32s %-10s wall median %6.1f ms, least %6.1f ms; CPU median %6.1f ms (%d runs)\n", name, bin, w[m], w[1], c[m], NR }'
 	done
 }
 
