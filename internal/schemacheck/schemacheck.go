@@ -738,7 +738,6 @@ var tidying = sync.OnceValue(func() (t struct{ libPrefix, patternMsg, ratio, tra
 	return t
 })
 
-
 // tidy keeps the library's reason and drops its schema path bookkeeping.
 func tidy(msg string) string {
 	t := tidying()
