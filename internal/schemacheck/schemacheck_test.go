@@ -184,3 +184,32 @@ func TestConcurrentValidate(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// The cost a run pays per tool schema when it starts, and per call.
+func BenchmarkCompile(b *testing.B) {
+	for b.Loop() {
+		if _, err := Compile([]byte(order)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkValidateValid(b *testing.B) {
+	s, _ := Compile([]byte(order))
+	v, _ := Decode([]byte(`{"customer": "ann", "items": [{"name": "tea", "qty": 2}, {"name": "jam", "qty": 1}]}`))
+	for b.Loop() {
+		if len(s.Validate(v)) != 0 {
+			b.Fatal("invalid")
+		}
+	}
+}
+
+func BenchmarkValidateInvalid(b *testing.B) {
+	s, _ := Compile([]byte(order))
+	v, _ := Decode([]byte(`{"customer": "a", "priority": 3, "items": [{"qty": 0}, {"name": "jam", "qty": 1.5}]}`))
+	for b.Loop() {
+		if len(s.Validate(v)) != 5 {
+			b.Fatal("wrong count")
+		}
+	}
+}
