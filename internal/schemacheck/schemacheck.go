@@ -112,7 +112,44 @@ func metaSchema() (*Schema, error) {
 // Compile checks raw against the meta-schema and prepares it for Validate.
 // An empty raw means {"type":"object"}. The error lists every misshapen
 // keyword with its place in the schema.
-func Compile(raw []byte) (*Schema, error) { return compile(raw, true) }
+//
+// Compiled schemas are kept (up to cacheSize of them, each at most
+// cacheMaxBytes long) and shared: a Schema is immutable and safe for
+// concurrent use, and every run of `nexa serve` compiles the same tool
+// schemas when it starts.
+func Compile(raw []byte) (*Schema, error) {
+	if len(raw) > cacheMaxBytes {
+		return compile(raw, true)
+	}
+	key := string(raw)
+	cache.mu.Lock()
+	s, ok := cache.m[key]
+	cache.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := compile(raw, true)
+	if err != nil {
+		return nil, err
+	}
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	if len(cache.m) >= cacheSize {
+		clear(cache.m) // simplest bound: start again
+	}
+	cache.m[key] = s
+	return s, nil
+}
+
+const (
+	cacheSize     = 256
+	cacheMaxBytes = 64 << 10
+)
+
+var cache = struct {
+	mu sync.Mutex
+	m  map[string]*Schema
+}{m: map[string]*Schema{}}
 
 func compile(raw []byte, checkMeta bool) (*Schema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
