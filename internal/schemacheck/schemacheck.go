@@ -175,13 +175,15 @@ func compile(raw []byte, checkMeta bool) (*Schema, error) {
 	if ps := badPatterns(root, ""); len(ps) > 0 {
 		return nil, fmt.Errorf("not a valid JSON Schema: %s", Explain(ps, 5))
 	}
-	draft7 := false
-	switch root.Schema {
-	case "", "https://json-schema.org/draft/2020-12/schema":
-	case "http://json-schema.org/draft-07/schema#", "http://json-schema.org/draft-07/schema":
-		draft7 = true
-	default:
+	draft7, ok := rulesOf(root.Schema)
+	if !ok {
 		return nil, fmt.Errorf("$schema %q is not supported (use draft 2020-12 or draft-07)", root.Schema)
+	}
+	// The library knows two $schema values and refuses to validate
+	// against any other: name the rules that apply in its words.
+	root.Schema = draft2020
+	if draft7 {
+		root.Schema = draft07
 	}
 	rs, err := root.Resolve(&js.ResolveOptions{Loader: refuseExternal})
 	if err != nil {
@@ -192,6 +194,29 @@ func compile(raw []byte, checkMeta bool) (*Schema, error) {
 	}
 	return &Schema{root: root, resolved: rs, draft7: draft7,
 		rests: map[*js.Schema]*js.Resolved{}, wholes: map[*js.Schema]*js.Resolved{}, regexps: map[string]*regexp.Regexp{}}, nil
+}
+
+// The $schema values of the two rule sets the library applies.
+const (
+	draft2020 = "https://json-schema.org/draft/2020-12/schema"
+	draft07   = "http://json-schema.org/draft-07/schema#"
+)
+
+// rulesOf says which rules apply to a schema whose $schema is id: those of
+// draft-07 (draft7 true) or of 2020-12. A draft the library does not know
+// is read by the nearest one it does: 2019-09 as 2020-12, 06 and 04 as 07
+// (draft-04's boolean exclusiveMinimum then fails the meta-check, at its
+// place). ok is false for anything else.
+func rulesOf(id string) (draft7, ok bool) {
+	u := strings.TrimSuffix(id, "#")
+	u = strings.TrimPrefix(strings.TrimPrefix(u, "https://"), "http://")
+	switch u {
+	case "", "json-schema.org/draft/2020-12/schema", "json-schema.org/draft/2019-09/schema":
+		return false, true
+	case "json-schema.org/draft-07/schema", "json-schema.org/draft-06/schema", "json-schema.org/draft-04/schema":
+		return true, true
+	}
+	return false, false
 }
 
 func refuseExternal(u *url.URL) (*js.Schema, error) {

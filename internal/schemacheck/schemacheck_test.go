@@ -95,6 +95,12 @@ func TestMessages(t *testing.T) {
 			"required": ["lines"], "title": "order_args", "type": "object"}`,
 			`{"lines": [{"sku": "a"}, {"qty": "2"}], "note": 5}`,
 			`at /lines/1: missing property 'sku'; at /lines/1/qty: got string, want integer; at /note: got integer, want null or string`},
+		{"draft-07 without the #", `{"$schema": "http://json-schema.org/draft-07/schema", "items": [{"type": "string"}]}`,
+			`[1]`, `at /0: got integer, want string`},
+		{"draft 2019-09 read as 2020-12", `{"$schema": "https://json-schema.org/draft/2019-09/schema", "required": ["a"]}`,
+			`{}`, `at /: missing property 'a'`},
+		{"draft-04 read as draft-07", `{"$schema": "http://json-schema.org/draft-04/schema#", "properties": {"n": {"maximum": 3}}}`,
+			`{"n": 4}`, `at /n: got 4, want at most 3`},
 		{"prefixItems", `{"prefixItems": [{"type": "string"}, {"type": "integer"}]}`, `["a", "b", 3]`,
 			`at /1: got string, want integer`},
 		{"boolean false property", `{"properties": {"a": false}}`, `{"a": 1}`,
@@ -141,7 +147,9 @@ func TestInvalidSchemas(t *testing.T) {
 		{"external file", `{"$ref": "file:///etc/passwd"}`, `external schema references are not loaded (file:///etc/passwd)`},
 		{"external URL", `{"properties": {"a": {"$ref": "https://example.com/s.json"}}}`, `external schema references are not loaded (https://example.com/s.json)`},
 		{"missing definition", `{"$ref": "#/$defs/nowhere"}`, `not a valid JSON Schema:`},
-		{"old draft", `{"$schema": "http://json-schema.org/draft-04/schema#"}`, `$schema "http://json-schema.org/draft-04/schema#" is not supported (use draft 2020-12 or draft-07)`},
+		{"unknown draft", `{"$schema": "http://json-schema.org/draft-03/schema#"}`, `$schema "http://json-schema.org/draft-03/schema#" is not supported (use draft 2020-12 or draft-07)`},
+		{"draft-04 boolean bound", `{"$schema": "http://json-schema.org/draft-04/schema#", "minimum": 1, "exclusiveMinimum": true}`,
+			`not a valid JSON Schema: at /exclusiveMinimum: got boolean, want number`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
