@@ -266,10 +266,7 @@ func normalize(v any) any {
 		if i, err := x.Int64(); err == nil {
 			return i
 		}
-		f, err := x.Float64()
-		if err != nil {
-			return x.String()
-		}
+		f, _ := x.Float64() // out of range: ±Inf, still a number
 		return f
 	case map[string]any:
 		out := make(map[string]any, len(x))
