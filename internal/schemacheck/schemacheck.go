@@ -185,6 +185,9 @@ func compile(raw []byte, checkMeta bool) (*Schema, error) {
 	if draft7 {
 		root.Schema = draft07
 	}
+	if err := refCycle(root); err != nil {
+		return nil, fmt.Errorf("not a valid JSON Schema: %w", err)
+	}
 	rs, err := root.Resolve(&js.ResolveOptions{Loader: refuseExternal})
 	if err != nil {
 		if errors.Is(err, ErrExternalRef) {
@@ -708,29 +711,7 @@ func badPatterns(n *js.Schema, at string) []Problem {
 			out = append(out, Problem{At: at + "/patternProperties/" + escape(k), Msg: "key is not a valid regular expression: " + reason(err)})
 		}
 	}
-	for _, c := range []struct {
-		kw string
-		n  *js.Schema
-	}{{"items", n.Items}, {"additionalItems", n.AdditionalItems}, {"unevaluatedItems", n.UnevaluatedItems},
-		{"contains", n.Contains}, {"additionalProperties", n.AdditionalProperties}, {"propertyNames", n.PropertyNames},
-		{"unevaluatedProperties", n.UnevaluatedProperties}, {"not", n.Not}, {"if", n.If}, {"then", n.Then},
-		{"else", n.Else}, {"contentSchema", n.ContentSchema}} {
-		if c.n != nil {
-			out = append(out, badPatterns(c.n, at+"/"+c.kw)...)
-		}
-	}
-	for kw, l := range map[string][]*js.Schema{"prefixItems": n.PrefixItems, "items": n.ItemsArray,
-		"allOf": n.AllOf, "anyOf": n.AnyOf, "oneOf": n.OneOf} {
-		for i, c := range l {
-			out = append(out, badPatterns(c, at+"/"+kw+"/"+strconv.Itoa(i))...)
-		}
-	}
-	for kw, m := range map[string]map[string]*js.Schema{"$defs": n.Defs, "definitions": n.Definitions,
-		"properties": n.Properties, "patternProperties": n.PatternProperties, "dependentSchemas": n.DependentSchemas} {
-		for _, k := range sortedKeys(m) {
-			out = append(out, badPatterns(m[k], at+"/"+kw+"/"+escape(k))...)
-		}
-	}
+	eachChild(n, func(kw string, c *js.Schema) { out = append(out, badPatterns(c, at+"/"+kw)...) })
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
 	return out
 }
@@ -749,24 +730,129 @@ func sortedKeys(m map[string]*js.Schema) []string {
 	return keys
 }
 
+// refCycle finds references that lead back to where they started without
+// stepping into the value ({"$ref": "#"} at the root, or two definitions
+// naming each other): validating against such a schema never ends (the
+// library would recurse until the stack overflows), so it is refused.
+// Edges are the keywords that apply to the same value: $ref, allOf, anyOf,
+// oneOf, not, if, then, else, dependentSchemas.
+func refCycle(root *js.Schema) error {
+	paths := map[*js.Schema]string{}
+	anchors := map[string]*js.Schema{}
+	var collect func(n *js.Schema, at string)
+	collect = func(n *js.Schema, at string) {
+		if _, seen := paths[n]; seen {
+			return
+		}
+		paths[n] = at
+		if n.Anchor != "" {
+			anchors[n.Anchor] = n
+		}
+		eachChild(n, func(kw string, c *js.Schema) { collect(c, at+"/"+kw) })
+	}
+	collect(root, "")
+	tmp := &Schema{root: root}
+	next := func(n *js.Schema) []*js.Schema {
+		var out []*js.Schema
+		if n.Ref != "" {
+			t := tmp.local(n.Ref)
+			if t == nil && strings.HasPrefix(n.Ref, "#") {
+				t = anchors[n.Ref[1:]]
+			}
+			if t != nil {
+				out = append(out, t)
+			}
+		}
+		out = append(out, n.AllOf...)
+		out = append(out, n.AnyOf...)
+		out = append(out, n.OneOf...)
+		for _, c := range []*js.Schema{n.Not, n.If, n.Then, n.Else} {
+			if c != nil {
+				out = append(out, c)
+			}
+		}
+		for _, k := range sortedKeys(n.DependentSchemas) {
+			out = append(out, n.DependentSchemas[k])
+		}
+		return out
+	}
+	const (
+		unseen = iota
+		open
+		done
+	)
+	state := map[*js.Schema]int{}
+	var visit func(n *js.Schema) *js.Schema
+	visit = func(n *js.Schema) *js.Schema {
+		state[n] = open
+		for _, m := range next(n) {
+			switch state[m] {
+			case open:
+				return m
+			case unseen:
+				if c := visit(m); c != nil {
+					return c
+				}
+			}
+		}
+		state[n] = done
+		return nil
+	}
+	nodes := make([]*js.Schema, 0, len(paths))
+	for n := range paths {
+		nodes = append(nodes, n)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return paths[nodes[i]] < paths[nodes[j]] })
+	for _, n := range nodes {
+		if state[n] == unseen {
+			if c := visit(n); c != nil {
+				at := paths[c]
+				if at == "" {
+					at = "/"
+				}
+				return fmt.Errorf("at %s: the schema refers back to itself here without stepping into the value, so validation would never end", at)
+			}
+		}
+	}
+	return nil
+}
+
+// eachChild calls f on each direct subschema of n with the JSON Pointer
+// segments that lead to it.
+func eachChild(n *js.Schema, f func(kw string, c *js.Schema)) {
+	for _, c := range []struct {
+		kw string
+		n  *js.Schema
+	}{{"items", n.Items}, {"additionalItems", n.AdditionalItems}, {"unevaluatedItems", n.UnevaluatedItems},
+		{"contains", n.Contains}, {"additionalProperties", n.AdditionalProperties}, {"propertyNames", n.PropertyNames},
+		{"unevaluatedProperties", n.UnevaluatedProperties}, {"not", n.Not}, {"if", n.If}, {"then", n.Then},
+		{"else", n.Else}, {"contentSchema", n.ContentSchema}} {
+		if c.n != nil {
+			f(c.kw, c.n)
+		}
+	}
+	for _, l := range []struct {
+		kw string
+		l  []*js.Schema
+	}{{"prefixItems", n.PrefixItems}, {"items", n.ItemsArray}, {"allOf", n.AllOf}, {"anyOf", n.AnyOf}, {"oneOf", n.OneOf}} {
+		for i, c := range l.l {
+			f(l.kw+"/"+strconv.Itoa(i), c)
+		}
+	}
+	for _, m := range []struct {
+		kw string
+		m  map[string]*js.Schema
+	}{{"$defs", n.Defs}, {"definitions", n.Definitions}, {"properties", n.Properties},
+		{"patternProperties", n.PatternProperties}, {"dependentSchemas", n.DependentSchemas}, {"dependencies", n.DependencySchemas}} {
+		for _, k := range sortedKeys(m.m) {
+			f(m.kw+"/"+escape(k), m.m[k])
+		}
+	}
+}
+
 // children calls f on each direct subschema of n.
 func children(n *js.Schema, f func(*js.Schema)) {
-	for _, c := range []*js.Schema{n.Items, n.AdditionalItems, n.UnevaluatedItems, n.Contains,
-		n.AdditionalProperties, n.PropertyNames, n.UnevaluatedProperties, n.Not, n.If, n.Then, n.Else, n.ContentSchema} {
-		if c != nil {
-			f(c)
-		}
-	}
-	for _, l := range [][]*js.Schema{n.PrefixItems, n.ItemsArray, n.AllOf, n.AnyOf, n.OneOf} {
-		for _, c := range l {
-			f(c)
-		}
-	}
-	for _, m := range []map[string]*js.Schema{n.Defs, n.Definitions, n.DependencySchemas, n.Properties, n.PatternProperties, n.DependentSchemas} {
-		for _, c := range m {
-			f(c)
-		}
-	}
+	eachChild(n, func(_ string, c *js.Schema) { f(c) })
 }
 
 func hasRef(n *js.Schema) bool {
