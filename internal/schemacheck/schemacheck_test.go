@@ -253,3 +253,31 @@ func BenchmarkValidateInvalid(b *testing.B) {
 		}
 	}
 }
+
+// No schema and value, however odd, may panic or hang: json_validate takes
+// both from a model.
+func FuzzCompileValidate(f *testing.F) {
+	f.Add(order, `{"customer": "a", "items": [{"qty": 0}]}`)
+	f.Add(`{"$defs": {"n": {"properties": {"c": {"items": {"$ref": "#/$defs/n"}}}}}, "$ref": "#/$defs/n"}`, `{"c": [{"c": [1]}]}`)
+	f.Add(`{"anyOf": [{"type": "string"}, {"not": {"minimum": 3}}], "oneOf": [true, false]}`, `4`)
+	f.Add(`{"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"const": 1}}`, `"a"`)
+	f.Add(`{"unevaluatedProperties": false, "properties": {"a": {}}}`, `{"b": 1}`)
+	f.Add(`{"$schema": "http://json-schema.org/draft-07/schema#", "items": [{}], "additionalItems": {"type": "null"}}`, `[1, 2]`)
+	f.Add(`{"patternProperties": {"^x": {"type": "integer"}}, "additionalProperties": {"type": "string"}}`, `{"xa": "s", "b": 1}`)
+	f.Add(`{"dependentRequired": {"a": ["b"]}, "dependentSchemas": {"a": {"required": ["c"]}}, "propertyNames": {"maxLength": 1}}`, `{"a": 1, "bb": 2}`)
+	f.Fuzz(func(t *testing.T, schema, value string) {
+		s, err := Compile([]byte(schema))
+		if err != nil {
+			return
+		}
+		v, err := Decode([]byte(value))
+		if err != nil {
+			return
+		}
+		for _, p := range s.Validate(v) {
+			if p.At == "" || p.Msg == "" {
+				t.Fatalf("empty problem %+v", p)
+			}
+		}
+	})
+}
