@@ -3,30 +3,33 @@ package stdlib
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/nexa-run/nexa/internal/schemacheck"
 )
 
-func compile(t *testing.T, name string, raw json.RawMessage) *jsonschema.Schema {
+// checked is a compiled schema whose Validate reports all problems as one
+// error, or nil.
+type checked struct{ s *schemacheck.Schema }
+
+func (c checked) Validate(v any) error {
+	if ps := c.s.Validate(v); len(ps) > 0 {
+		return errors.New(schemacheck.Explain(ps, 50))
+	}
+	return nil
+}
+
+func compile(t *testing.T, name string, raw json.RawMessage) checked {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatalf("%s: schema is not JSON: %v", name, err)
-	}
-	c := jsonschema.NewCompiler()
-	url := "mem:///" + name + ".json"
-	if err := c.AddResource(url, doc); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	s, err := c.Compile(url)
+	s, err := schemacheck.Compile(raw)
 	if err != nil {
 		t.Fatalf("%s: schema does not compile: %v", name, err)
 	}
-	return s
+	return checked{s}
 }
 
 type shape struct {
@@ -121,7 +124,7 @@ func TestEveryToolSchema(t *testing.T) {
 			}
 			for name, p := range s.Properties {
 				if p.Default != nil {
-					v, err := jsonschema.UnmarshalJSON(bytes.NewReader(p.Default))
+					v, err := schemacheck.Decode(p.Default)
 					if err != nil {
 						t.Fatal(err)
 					}

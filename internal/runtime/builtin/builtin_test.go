@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/schemacheck"
 	"github.com/nexa-run/nexa/internal/stdlib"
 )
 
@@ -36,24 +34,16 @@ func toolFor(t *testing.T, name string) *ir.Tool {
 // runtime would refuse.
 func checkArgs(t *testing.T, tool *ir.Tool, raw []byte) {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(tool.Parameters))
+	sch, err := schemacheck.Compile(tool.Parameters)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("mem:///t.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile("mem:///t.json")
+	v, err := schemacheck.Decode(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sch.Validate(v); err != nil {
-		t.Fatalf("test arguments for %s do not match its schema: %v", tool.Name, err)
+	if ps := sch.Validate(v); len(ps) > 0 {
+		t.Fatalf("test arguments for %s do not match its schema: %s", tool.Name, schemacheck.Explain(ps, 50))
 	}
 }
 

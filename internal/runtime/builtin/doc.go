@@ -96,8 +96,9 @@
 //
 // std.time (strftime-style formats or named ones, IANA zones from the
 // embedded database, durations with d and w units), std.json (exact
-// numbers, paths like a.b[0]; json_validate uses JSON Schema with external
-// references disabled), std.text, std.hash, std.math (a recursive-descent
+// numbers, paths like a.b[0]; json_validate uses JSON Schema, draft 2020-12
+// or draft-07, with external references disabled, and lists up to 50
+// problems, each at its place), std.text, std.hash, std.math (a recursive-descent
 // evaluator over float64 with a fixed table of functions: nothing in the
 // expression can run code; length and nesting are bounded) and std.regex
 // (Go RE2: linear time, no backreferences; \1 in a replacement is read as

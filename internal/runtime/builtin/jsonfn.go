@@ -10,11 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
-
 	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/schemacheck"
 )
 
 // decodeDoc parses one JSON document (numbers kept exact) and explains a
@@ -248,15 +245,9 @@ func jsonStringify(_ context.Context, c *call) (runtime.Outcome, error) {
 	return ok(s), nil
 }
 
-// noLoader refuses every external reference, so a schema cannot make the
-// tool read local files or fetch URLs.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external schema references are not loaded (%s)", url)
-}
-
-var schemaPrinter = message.NewPrinter(language.English)
+// maxValidateErrors is how many problems json_validate lists before
+// summarising the rest as "and N more".
+const maxValidateErrors = 50
 
 func jsonValidate(_ context.Context, c *call) (runtime.Outcome, error) {
 	var a struct {
@@ -266,53 +257,20 @@ func jsonValidate(_ context.Context, c *call) (runtime.Outcome, error) {
 	if err := c.decode(&a); err != nil {
 		return argError(err), nil
 	}
-	if _, err := decodeDoc(a.Text); err != nil {
+	inst, err := decodeDoc(a.Text)
+	if err != nil {
 		return okJSON(map[string]any{"valid": false, "errors": []string{err.Error()}}), nil
 	}
 	if strings.TrimSpace(a.Schema) == "" {
 		return okJSON(map[string]any{"valid": true, "errors": []string{}}), nil
 	}
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(a.Schema))
+	// The schema is checked against the meta-schema first, and it may not
+	// refer outside itself: a schema cannot make the tool read local files
+	// or fetch URLs.
+	sch, err := schemacheck.Compile([]byte(a.Schema))
 	if err != nil {
-		return fail("schema is not valid JSON: %v", err), nil
-	}
-	comp := jsonschema.NewCompiler()
-	comp.UseLoader(noLoader{})
-	const url = "mem:///schema.json"
-	if err := comp.AddResource(url, doc); err != nil {
 		return fail("schema: %v", err), nil
 	}
-	sch, err := comp.Compile(url)
-	if err != nil {
-		return fail("schema does not compile: %v", err), nil
-	}
-	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(a.Text))
-	if err != nil {
-		return fail("%v", err), nil
-	}
-	verr := sch.Validate(inst)
-	if verr == nil {
-		return okJSON(map[string]any{"valid": true, "errors": []string{}}), nil
-	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(verr, &ve) {
-		return okJSON(map[string]any{"valid": false, "errors": []string{verr.Error()}}), nil
-	}
-	var msgs []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			msgs = append(msgs, fmt.Sprintf("at %s: %s", loc, strings.TrimSpace(e.ErrorKind.LocalizedString(schemaPrinter))))
-			return
-		}
-		for _, sub := range e.Causes {
-			walk(sub)
-		}
-	}
-	walk(ve)
-	if len(msgs) > 50 {
-		msgs = append(msgs[:50], fmt.Sprintf("and %d more", len(msgs)-50))
-	}
-	return okJSON(map[string]any{"valid": false, "errors": msgs}), nil
+	ps := sch.Validate(inst)
+	return okJSON(map[string]any{"valid": len(ps) == 0, "errors": schemacheck.Strings(ps, maxValidateErrors)}), nil
 }

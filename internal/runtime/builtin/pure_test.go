@@ -104,7 +104,10 @@ func TestJSONTools(t *testing.T) {
 		{"json_validate", m{"text": `{"a":2}`, "schema": `{"type":"object","properties":{"a":{"type":"integer"}}}`}, `~"valid":true`, true},
 		{"json_validate", m{"text": `{}`, "schema": `{"$ref":"file:///etc/passwd"}`}, "~not loaded", false},
 		{"json_validate", m{"text": `{}`, "schema": `{"$ref":"https://example.com/s.json"}`}, "~not loaded", false},
-		{"json_validate", m{"text": `{}`, "schema": `{"type":`}, "~schema is not valid JSON", false},
+		{"json_validate", m{"text": `{}`, "schema": `{"type":`}, "~schema: not valid JSON", false},
+		{"json_validate", m{"text": `{"a":"x","c":[1,"y"]}`, "schema": `{"type":"object","properties":{"a":{"type":"integer"},"c":{"type":"array","items":{"type":"integer"}}},"required":["a","b"]}`},
+			`{"errors":["at /: missing property 'b'","at /a: got string, want integer","at /c/1: got string, want integer"],"valid":false}`, true},
+		{"json_validate", m{"text": `{}`, "schema": `{"type":"objekt","minLength":-1}`}, `~at /minLength: got -1, want at least 0; at /type: value must be one of`, false},
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/nexa-run/nexa/internal/runtime"
@@ -117,8 +118,8 @@ func regexFindAll(_ context.Context, c *call) (runtime.Outcome, error) {
 }
 
 // pythonGroupRef is \1 … \99 in a replacement, written by models used to
-// Python's re.sub.
-var pythonGroupRef = regexp.MustCompile(`\\(\d{1,2})`)
+// Python's re.sub. Compiled on first use: start-up pays nothing for it.
+var pythonGroupRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\\(\d{1,2})`) })
 
 func regexReplace(_ context.Context, c *call) (runtime.Outcome, error) {
 	var a struct {
@@ -138,6 +139,6 @@ func regexReplace(_ context.Context, c *call) (runtime.Outcome, error) {
 	if a.Literal {
 		return ok(re.ReplaceAllLiteralString(a.Text, a.Replacement)), nil
 	}
-	repl := pythonGroupRef.ReplaceAllString(a.Replacement, "$${$1}")
+	repl := pythonGroupRef().ReplaceAllString(a.Replacement, "$${$1}")
 	return ok(re.ReplaceAllString(a.Text, repl)), nil
 }

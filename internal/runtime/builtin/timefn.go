@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	gostrftime "github.com/ncruces/go-strftime"
@@ -355,9 +356,9 @@ func strptime(text, format string, loc *time.Location) (time.Time, error) {
 	// Go reads AM/PM in one letter case only; people write either.
 	switch {
 	case hasDirective(format, "p"):
-		value = meridiem.ReplaceAllStringFunc(value, strings.ToUpper)
+		value = meridiem().ReplaceAllStringFunc(value, strings.ToUpper)
 	case hasDirective(format, "P"):
-		value = meridiem.ReplaceAllStringFunc(value, strings.ToLower)
+		value = meridiem().ReplaceAllStringFunc(value, strings.ToLower)
 	}
 	// A fraction after the seconds is read by Go whatever its length when
 	// the layout does not name one; .%f in the layout would demand six
@@ -390,8 +391,9 @@ func strptime(text, format string, loc *time.Location) (time.Time, error) {
 	return t, nil
 }
 
-// meridiem matches am and pm in any letter case.
-var meridiem = regexp.MustCompile(`(?i)\b[ap]m\b`)
+// meridiem matches am and pm in any letter case. Compiled on first use:
+// start-up pays nothing for it.
+var meridiem = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\b[ap]m\b`) })
 
 // hasDirective reports whether format uses one of the directives in specs.
 func hasDirective(format, specs string) bool {
