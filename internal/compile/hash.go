@@ -154,10 +154,11 @@ func relToMain(p *ir.Program, path string) string {
 // length and bytes of every source file in program order (and the bytes of
 // legacy python: files, which are source too).
 func (c *compiler) hash(p *ir.Program) string {
-	cf := ir.CanonicalJSON(canonicalForm(p))
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%d\n", hashVersion, len(cf))
-	h.Write(cf)
+	ir.WithCanonicalJSON(canonicalForm(p), func(cf []byte) {
+		fmt.Fprintf(h, "%s\n%d\n", hashVersion, len(cf))
+		h.Write(cf)
+	})
 	for _, s := range c.sources {
 		fmt.Fprintf(h, "\nsource %d\n", len(s.data))
 		h.Write(s.data)

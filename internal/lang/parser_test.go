@@ -1,6 +1,7 @@
 package lang
 
 import (
+	"fmt"
 	"math/rand"
 	"strings"
 	"testing"
@@ -309,5 +310,69 @@ func TestClauseTokens(t *testing.T) {
 	}
 	if p := a.Clauses[1].Pos; p.Line != 1 || p.Column != 37 || p.Filename != "c.nx" {
 		t.Errorf("second clause at %s", p)
+	}
+}
+
+// TestManyDeclarations parses a file whose declarations fill several of
+// participle's token streams (spanStream), one of them longer than a
+// stream, with other kinds, comments and a broken declaration in between:
+// every tool is read with its own name, parameters and line, and the
+// broken one is reported on its line.
+func TestManyDeclarations(t *testing.T) {
+	type want struct {
+		name         string
+		params, line int
+	}
+	var (
+		b     strings.Builder
+		wants []want
+		line  = 1
+	)
+	write := func(s string) {
+		b.WriteString(s)
+		line += strings.Count(s, "\n")
+	}
+	var brokenLines []int
+	for i := 0; i < 60; i++ {
+		n := i % 7
+		if i == 31 {
+			n = batchTokens // alone longer than one stream
+		}
+		params := make([]string, n)
+		for j := range params {
+			params[j] = fmt.Sprintf("p%d: int = %d", j, j)
+		}
+		write(fmt.Sprintf("// tool %d\n@tool(\"tool %d\", timeout: %d)\n", i, i, i+1))
+		wants = append(wants, want{fmt.Sprintf("t%d", i), n, line})
+		write(fmt.Sprintf("fn t%d(%s\n): string { return \"x\" }\n\n", i, strings.Join(params, ", // a comment\n")))
+		switch i % 10 {
+		case 3:
+			write("flow f { a = 1; }\n\n")
+		case 7:
+			brokenLines = append(brokenLines, line+1)
+			write("@tool(\"broken\")\nfn broken(x: ): string { return \"x\" }\n\n")
+		}
+	}
+	f, diags := Parse("many.nx", []byte(b.String()))
+	var errLines []int
+	for _, d := range diags.Errors() {
+		errLines = append(errLines, d.Line)
+	}
+	if fmt.Sprint(errLines) != fmt.Sprint(brokenLines) {
+		t.Fatalf("want errors on lines %v (the broken declarations), got %v", brokenLines, diags)
+	}
+	var got []want
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ToolFn); ok {
+			got = append(got, want{fn.Name.Name, len(fn.Params), fn.Name.Pos.Line})
+		}
+	}
+	if len(got) != len(wants) {
+		t.Fatalf("got %d tools, want %d", len(got), len(wants))
+	}
+	for i := range wants {
+		if got[i] != wants[i] {
+			t.Errorf("tool %d: got %+v, want %+v", i, got[i], wants[i])
+		}
 	}
 }
