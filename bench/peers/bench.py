@@ -343,8 +343,11 @@ def baseline(res):
         lo, hi = s[("nexa", ns[-2])], s[("nexa", ns[-1])]
         m = 1000 * (hi["wall_s"] - lo["wall_s"]) / (ns[-1] - ns[-2])
         c = res["floor"]["sqlite_commit_ms"]
-        out += (f". Against the floor: nexa's marginal step ({m:.2f} ms wall) is {m / c:.1f}× one fsync'd "
-                f"SQLite commit ({c:.2f} ms) on this disk at this load")
+        # a step of this workload (one call per reply) makes three durable
+        # commits: the reply with its journal entry, started, the result
+        out += (f". Against the floor: nexa's marginal step ({m:.2f} ms wall) makes three durable commits "
+                f"and costs {m / (3 * c):.1f}× three fsync'd SQLite commits ({c:.2f} ms each) on this disk "
+                f"at this load")
     return out + "."
 
 
