@@ -79,7 +79,7 @@ echo "== runs list and show (50,000 runs; a 2,000-step run)"
 bench/runs-list.sh "$((reps / 2 > 0 ? reps / 2 : 1))"
 load
 
-echo "== compiler: 3,000 tools (-cpu 1) and the corpus"
-bench -bench 'Compile3000Tools' -count "$compiles" -cpu 1 ./internal/compile
+echo "== compiler: 3,000 tools (10 compiles a run, after one to warm up; -cpu 1, then both cores) and the corpus"
+bench -bench 'Compile3000Tools' -benchtime 10x -count "$compiles" -cpu 1,2 ./internal/compile
 bench -bench 'CompileCorpus' ./internal/compile
 load
