@@ -117,23 +117,7 @@ func boolInt(b bool) int {
 // seq, journal entries by seq then call id. A missing run is
 // state.ErrNotFound.
 func (s *SQLite) Load(ctx context.Context, id string) (*state.RunState, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("load run %s: %w", id, dbErr(ctx, err))
-	}
-	defer tx.Rollback()
-	st, err := loadRun(ctx, tx, id)
-	if err != nil {
-		return nil, fmt.Errorf("load run %s: %w", id, err)
-	}
-	cur, err := readLease(ctx, tx, id, nil)
-	if err != nil {
-		return nil, fmt.Errorf("load run %s: %w", id, err)
-	}
-	if s.holds(id, cur) {
-		st.Holder = &cur
-	}
-	return st, nil
+	return s.readRun(ctx, id, func(tx *sql.Tx) (*state.RunState, error) { return loadRun(ctx, tx, id) })
 }
 
 // LoadTail reads run id as Load does, with only the last n messages,
@@ -145,46 +129,33 @@ func (s *SQLite) LoadTail(ctx context.Context, id string, n int) (*state.RunStat
 		st, err := s.Load(ctx, id)
 		return st, om, err
 	}
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, om, fmt.Errorf("load run %s: %w", id, dbErr(ctx, err))
-	}
-	defer tx.Rollback()
-	st, err := loadRunTail(ctx, tx, id, n)
-	if err != nil {
-		return nil, om, fmt.Errorf("load run %s: %w", id, err)
-	}
-	var msgs, items, journal int
-	if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM messages WHERE run_id = ?),
+	st, err := s.readRun(ctx, id, func(tx *sql.Tx) (*state.RunState, error) {
+		st, err := loadRunTail(ctx, tx, id, n)
+		if err != nil {
+			return nil, err
+		}
+		var msgs, items, journal int
+		if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM messages WHERE run_id = ?),
 		(SELECT count(*) FROM provider_items WHERE run_id = ?), (SELECT count(*) FROM journal WHERE run_id = ?)`, id, id, id).
-		Scan(&msgs, &items, &journal); err != nil {
-		return nil, om, fmt.Errorf("load run %s: %w", id, dbErr(ctx, err))
-	}
-	om = state.Omitted{Messages: msgs - len(st.Messages), ProviderItems: items - len(st.ProviderItems), Journal: journal - len(st.Journal)}
-	cur, err := readLease(ctx, tx, id, nil)
-	if err != nil {
-		return nil, om, fmt.Errorf("load run %s: %w", id, err)
-	}
-	if s.holds(id, cur) {
-		st.Holder = &cur
-	}
-	return st, om, nil
+			Scan(&msgs, &items, &journal); err != nil {
+			return nil, dbErr(ctx, err)
+		}
+		om = state.Omitted{Messages: msgs - len(st.Messages), ProviderItems: items - len(st.ProviderItems), Journal: journal - len(st.Journal)}
+		return st, nil
+	})
+	return st, om, err
 }
 
-func loadRun(ctx context.Context, q querier, id string) (*state.RunState, error) {
-	return loadRunTail(ctx, q, id, 0)
-}
-
-// LoadHeader reads run id's header alone, with its holder, and none of
-// its rows (state.HeaderLoader): what a resume needs before it takes the
-// run (its deadline) costs the same for a run of any length.
-func (s *SQLite) LoadHeader(ctx context.Context, id string) (*state.RunState, error) {
+// readRun runs load in one read transaction and adds the run's holder, so
+// that every way of reading a run sees one snapshot and reports who drives
+// it.
+func (s *SQLite) readRun(ctx context.Context, id string, load func(*sql.Tx) (*state.RunState, error)) (*state.RunState, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", id, dbErr(ctx, err))
 	}
 	defer tx.Rollback()
-	st, err := loadHeader(ctx, tx, id)
+	st, err := load(tx)
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", id, err)
 	}
@@ -196,6 +167,17 @@ func (s *SQLite) LoadHeader(ctx context.Context, id string) (*state.RunState, er
 		st.Holder = &cur
 	}
 	return st, nil
+}
+
+func loadRun(ctx context.Context, q querier, id string) (*state.RunState, error) {
+	return loadRunTail(ctx, q, id, 0)
+}
+
+// LoadHeader reads run id's header alone, with its holder, and none of
+// its rows (state.HeaderLoader): what a resume needs before it takes the
+// run (its deadline) costs the same for a run of any length.
+func (s *SQLite) LoadHeader(ctx context.Context, id string) (*state.RunState, error) {
+	return s.readRun(ctx, id, func(tx *sql.Tx) (*state.RunState, error) { return loadHeader(ctx, tx, id) })
 }
 
 // loadHeader reads the header columns of run id into a RunState with
