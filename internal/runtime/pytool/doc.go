@@ -130,10 +130,17 @@
 // exactly what the interpreter started with, wrapper changes included),
 // changes to the working directory (by path, so a directory removed and
 // made again works; a missing one is a *StartError), invalidates the
-// import caches, and runs the same per-call code as a fresh interpreter,
-// ending with sys.exit: non-daemon threads are joined, atexit handlers run
-// and live files are flushed. (gc.freeze in the zygote would make that exit
-// cheaper but changes the order of finalization; it is not used.)
+// import caches, and runs the same per-call code as a fresh interpreter.
+// It ends as a fresh interpreter's exit does, in the same order: non-daemon
+// threads are joined, atexit handlers run, the standard streams are
+// flushed, and what the call created (the modules it imported, the names it
+// added to __main__) is torn down and collected, so its objects are
+// finalized (files it left open are flushed, temporary files removed).
+// Then it leaves with os._exit instead of tearing down the whole inherited
+// interpreter: that teardown writes to nearly every page of the zygote's
+// heap and so copies it, which cost about 40 ms a call. The zygote freezes
+// its objects (gc.freeze) before it forks, so a child's collector walks
+// only what its call made.
 //
 // So each call is still a new process forked from a zygote that never ran
 // user code: globals, imported modules, os.environ, cwd, signal handlers,
@@ -151,13 +158,10 @@
 // inspect the zygote; it can do the same to nexa itself, which runs as the
 // same user.
 //
-// Measured on a trivial tool (2 shared cores, Python 3.11): per call
-// ≈33 ms with /usr/bin/python3 and ≈135 ms through a pyenv shim; warm
-// ≈13 ms and ≈20 ms, at or below the interpreter's own floor (`python3 -c
-// pass`: ≈14 ms and ≈130 ms). What remains is mostly the child's own
-// interpreter exit. The first call of a zygote pays for starting it
-// (≈42 ms and ≈185 ms). See BenchmarkPythonCall, BenchmarkPythonCallWarm
-// and BenchmarkInterpreterStartup.
+// Measured on a trivial tool (docs/benchmarks.md, "Python tools"): a warm
+// call costs less than the interpreter's own start (`python3 -c pass`); the
+// first call of a zygote pays for starting it. See BenchmarkPythonCall,
+// BenchmarkPythonCallWarm and BenchmarkInterpreterStartup.
 //
 // The zygote reports each child's exit ({"exited": pid, ...}) but leaves it
 // an unreaped zombie until nexa, having killed its process group, releases

@@ -490,8 +490,10 @@ func TestWarmRemovedWorkDir(t *testing.T) {
 }
 
 // TestInterpreterExitSemantics: a forked call ends like a fresh interpreter
-// (sys.exit, not os._exit) before Execute returns: non-daemon threads are
-// joined, atexit handlers run, and live buffered files are flushed.
+// before Execute returns: non-daemon threads are joined, atexit handlers
+// run, live buffered files are flushed and temporary files left open are
+// removed (a forked call tears down what it created, then leaves with
+// os._exit; see _nexa_leave_fork).
 func TestInterpreterExitSemantics(t *testing.T) {
 	t.Parallel()
 	requirePython(t)
@@ -509,6 +511,9 @@ def at_exit():
     with open("atexit.txt", "w") as f:
         f.write("ran")
 atexit.register(at_exit)
+import tempfile
+tmp = tempfile.NamedTemporaryFile(dir=os.getcwd(), prefix="left-open-", delete=True)
+sys.modules["__main__"].nexa_test_tmp = tmp
 return "returned"
 `
 	bothPaths(t, func(t *testing.T, cold bool) {
@@ -521,6 +526,10 @@ return "returned"
 			if b, err := os.ReadFile(filepath.Join(dir, file)); err != nil || string(b) != want {
 				t.Errorf("%s = %q, %v; want %q", file, b, err, want)
 			}
+		}
+		// A temporary file the tool left open is removed at exit.
+		if left, _ := filepath.Glob(filepath.Join(dir, "left-open-*")); len(left) != 0 {
+			t.Errorf("temporary files left behind: %v", left)
 		}
 	})
 }
