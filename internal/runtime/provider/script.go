@@ -187,23 +187,28 @@ func parseScript(path string, data []byte) (*Script, error) {
 	if s.model == "" {
 		s.model = DefaultScriptModel
 	}
-	offsets, err := turnOffsets(data)
-	if err != nil {
-		return nil, scriptErr(path, data, err)
-	}
+	s.turns = make([]scriptTurn, len(f.Turns))
 	for i, raw := range f.Turns {
+		t := &s.turns[i]
+		err := decodeStrict(raw, 0, t)
+		if err == nil {
+			if err = t.resolve(i); err == nil {
+				continue
+			}
+		}
+		// Where the turn starts in the file, for the message: found only
+		// for a turn that is wrong (a third pass over a long script
+		// otherwise costs more than decoding it).
 		base := int64(0)
-		if i < len(offsets) {
+		if offsets, oerr := turnOffsets(data); oerr == nil && i < len(offsets) {
 			base = offsets[i]
 		}
-		var t scriptTurn
-		if err := decodeStrict(raw, base, &t); err != nil {
+		var pe *posError
+		if errors.As(err, &pe) {
+			pe.off += base
 			return nil, scriptErr(path, data, fmt.Errorf("turn %d: %w", i+1, err))
 		}
-		if err := t.resolve(i); err != nil {
-			return nil, fmt.Errorf("script %s:%s: turn %d: %w", path, lineCol(data, base), i+1, err)
-		}
-		s.turns = append(s.turns, t)
+		return nil, fmt.Errorf("script %s:%s: turn %d: %w", path, lineCol(data, base), i+1, err)
 	}
 	return s, nil
 }

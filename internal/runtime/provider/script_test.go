@@ -183,6 +183,7 @@ func TestScriptBadFiles(t *testing.T) {
 		{"unknown call field", `{"turns": [{"tool_calls": [{"name": "a", "args": {}}]}]}`, []string{"turn 1", `unknown field "args"`}},
 		{"wrong type", "{\"turns\": [\n {\"content\": 5}\n]}", []string{"turn 1", "content", ":2:"}},
 		{"empty turn", `{"turns": [{"content": "ok"}, {}]}`, []string{"turn 2", "says nothing"}},
+		{"empty turn, placed", "{\"turns\": [\n {\"content\": \"ok\"},\n  {}\n]}", []string{":3:3:", "turn 2", "says nothing"}},
 		{"nameless call", `{"turns": [{"tool_calls": [{"id": "x"}]}]}`, []string{"turn 1", `no "name"`}},
 		{"dup ids", `{"turns": [{"tool_calls": [{"id": "x", "name": "a"}, {"id": "x", "name": "b"}]}]}`, []string{`"x" is used twice`}},
 		{"no turns", `{"model": "m"}`, []string{`no "turns"`}},
