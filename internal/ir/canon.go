@@ -36,39 +36,6 @@ func CanonicalJSON(v any) []byte {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
-// WithCanonicalJSON calls f once with the canonical JSON of v (the bytes
-// CanonicalJSON returns) without copying them out of encoding/json's
-// buffer: the program hash reads the canonical IR, megabytes for a big
-// program, exactly once. The bytes are valid only during the call.
-func WithCanonicalJSON(v any, f func([]byte)) {
-	w := &onceWriter{f: f}
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		panic(fmt.Sprintf("ir: cannot encode %T as JSON: %v", v, err))
-	}
-	if w.calls != 1 {
-		panic(fmt.Sprintf("ir: encoding/json wrote %T in %d pieces, not one", v, w.calls))
-	}
-}
-
-// onceWriter hands the one Write of a json.Encoder (a whole value and its
-// newline) to f.
-type onceWriter struct {
-	f     func([]byte)
-	calls int
-}
-
-// Write implements io.Writer.
-func (w *onceWriter) Write(b []byte) (int, error) {
-	w.calls++
-	if w.calls > 1 {
-		return 0, fmt.Errorf("ir: encoding/json wrote a value in pieces")
-	}
-	w.f(bytes.TrimSuffix(b, []byte("\n")))
-	return len(b), nil
-}
-
 // MarshalJSON encodes the keys in insertion order, with one encoder for
 // the object (schemas are encoded on every compile).
 func (o *Object) MarshalJSON() ([]byte, error) {
