@@ -155,10 +155,9 @@ func relToMain(p *ir.Program, path string) string {
 // legacy python: files, which are source too).
 func (c *compiler) hash(p *ir.Program) string {
 	h := sha256.New()
-	ir.WithCanonicalJSON(canonicalForm(p), func(cf []byte) {
-		fmt.Fprintf(h, "%s\n%d\n", hashVersion, len(cf))
-		h.Write(cf)
-	})
+	cf := ir.CanonicalJSON(canonicalForm(p))
+	fmt.Fprintf(h, "%s\n%d\n", hashVersion, len(cf))
+	h.Write(cf)
 	for _, s := range c.sources {
 		fmt.Fprintf(h, "\nsource %d\n", len(s.data))
 		h.Write(s.data)

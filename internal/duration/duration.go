@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // units are the accepted units, in nanoseconds.
@@ -70,10 +71,7 @@ func Parse(s string) (time.Duration, error) {
 		}
 		j := 0
 		for j < len(s) {
-			r, size := rune(s[j]), 1
-			if s[j] >= 0x80 {
-				r, size = decodeRune(s[j:])
-			}
+			r, size := utf8.DecodeRuneInString(s[j:])
 			if !unicode.IsLetter(r) {
 				break
 			}
@@ -91,12 +89,4 @@ func Parse(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("duration %q is too long", orig)
 	}
 	return time.Duration(total), nil
-}
-
-// decodeRune returns the rune at the start of s and its length in bytes.
-func decodeRune(s string) (rune, int) {
-	for _, r := range s {
-		return r, len(string(r))
-	}
-	return 0, 1
 }

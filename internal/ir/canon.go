@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sync"
 )
 
 // CanonicalJSON is the one JSON encoding of the IR (schemas sent to
@@ -35,39 +34,6 @@ func CanonicalJSON(v any) []byte {
 		panic(fmt.Sprintf("ir: cannot encode %T as JSON: %v", v, err))
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-}
-
-// WithCanonicalJSON calls f once with the canonical JSON of v (the bytes
-// CanonicalJSON returns) without copying them out of encoding/json's
-// buffer: the program hash reads the canonical IR, megabytes for a big
-// program, exactly once. The bytes are valid only during the call.
-func WithCanonicalJSON(v any, f func([]byte)) {
-	w := &onceWriter{f: f}
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		panic(fmt.Sprintf("ir: cannot encode %T as JSON: %v", v, err))
-	}
-	if w.calls != 1 {
-		panic(fmt.Sprintf("ir: encoding/json wrote %T in %d pieces, not one", v, w.calls))
-	}
-}
-
-// onceWriter hands the one Write of a json.Encoder (a whole value and its
-// newline) to f.
-type onceWriter struct {
-	f     func([]byte)
-	calls int
-}
-
-// Write implements io.Writer.
-func (w *onceWriter) Write(b []byte) (int, error) {
-	w.calls++
-	if w.calls > 1 {
-		return 0, fmt.Errorf("ir: encoding/json wrote a value in pieces")
-	}
-	w.f(bytes.TrimSuffix(b, []byte("\n")))
-	return len(b), nil
 }
 
 // MarshalJSON encodes the keys in insertion order, with one encoder for
@@ -108,39 +74,30 @@ func (o *Object) encode(b *bytes.Buffer, enc *json.Encoder) error {
 	return nil
 }
 
-// keyCache keeps encoding/json's encoding of the Object keys seen so far:
-// keys repeat in every schema and native body ("type", "description",
-// "kind", parameter names), and a map lookup costs a fraction of an
-// Encode call: the schema of a three-parameter tool takes 19 allocations
-// instead of 35 (−100 k allocations per 3,000-tool compile) and about 5.4
-// µs instead of 7.7. It stops growing at maxCachedKeys keys, so a long-running
-// process never holds more.
-var keyCache = struct {
-	sync.RWMutex
-	m map[string][]byte
-}{m: map[string][]byte{}}
-
-const maxCachedKeys = 4096
-
-// encodeKey writes key k of an Object as encoding/json would.
+// encodeKey writes key k of an Object as encoding/json would. Keys are
+// nearly always plain ASCII ("type", "description", parameter names),
+// which encoding/json writes as they are between quotes (HTML escaping is
+// off): those are written directly, sparing an Encode call per key; any
+// other key goes through encoding/json.
 func encodeKey(b *bytes.Buffer, enc *json.Encoder, k string) error {
-	keyCache.RLock()
-	v, ok := keyCache.m[k]
-	keyCache.RUnlock()
-	if ok {
-		b.Write(v)
-		return nil
+	if !plainASCII(k) {
+		return encodeValue(b, enc, k)
 	}
-	start := b.Len()
-	if err := encodeValue(b, enc, k); err != nil {
-		return err
-	}
-	keyCache.Lock()
-	if len(keyCache.m) < maxCachedKeys {
-		keyCache.m[k] = bytes.Clone(b.Bytes()[start:])
-	}
-	keyCache.Unlock()
+	b.WriteByte('"')
+	b.WriteString(k)
+	b.WriteByte('"')
 	return nil
+}
+
+// plainASCII reports whether encoding/json (HTML escaping off) writes s
+// unchanged between quotes: printable ASCII other than '"' and '\\'.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // encodeValue writes one value of an Object as encoding/json would.

@@ -84,13 +84,19 @@ func (t *Type) JSONType() string {
 	if t == nil || t.Nullable {
 		return ""
 	}
-	switch t.Kind {
+	return t.Kind.jsonType()
+}
+
+// jsonType is the JSON Schema "type" of values of kind k ("object" for
+// maps and records), or "" for any and union.
+func (k TypeKind) jsonType() string {
+	switch k {
 	case KindAny, KindUnion:
 		return ""
 	case KindMap, KindRecord:
 		return "object"
 	}
-	return string(t.Kind)
+	return string(k)
 }
 
 // Schema is the JSON Schema of the type as an ordered Object: "type"
@@ -109,10 +115,7 @@ func (t *Type) Schema() *Object {
 		}
 		o.Set("anyOf", alts)
 	default:
-		jt := string(t.Kind)
-		if t.Kind == KindMap || t.Kind == KindRecord {
-			jt = "object"
-		}
+		jt := t.Kind.jsonType()
 		if t.Nullable {
 			o.Set("type", []string{jt, "null"})
 		} else {

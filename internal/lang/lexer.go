@@ -187,6 +187,12 @@ func (l *tokenList) ptok(i int) lexer.Token {
 	return lexer.Token{Type: lexer.TokenType(l.typ(i)), Value: l.value(i), Pos: lexer.Position(l.pos(i))}
 }
 
+// sep is the Sep token that ends declaration s for participle, at the
+// token after it (or the last token of the file).
+func (l *tokenList) sep(s span) lexer.Token {
+	return lexer.Token{Type: Sep, Pos: lexer.Position(l.pos(min(s.end, l.len()-1)))}
+}
+
 // is reports whether token i is of type t with text v.
 func (l *tokenList) is(i int, t TokenType, v string) bool {
 	k := &l.t[i]

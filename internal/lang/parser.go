@@ -250,7 +250,7 @@ func (b *batchLexer) Next() (lexer.Token, error) {
 		b.n++
 		if b.i >= s.end {
 			b.i = -1
-			return lexer.Token{Type: Sep, Pos: lexer.Position(tl.pos(min(s.end, tl.len()-1)))}, nil
+			return tl.sep(s), nil
 		}
 		b.i++
 		return tl.ptok(b.i - 1), nil

@@ -137,7 +137,7 @@ func declTokens(tl *tokenList, s span) ([]lexer.Token, lexer.Token) {
 			toks = append(toks, tl.ptok(i))
 		}
 	}
-	toks = append(toks, lexer.Token{Type: Sep, Pos: lexer.Position(tl.pos(min(s.end, tl.len()-1)))})
+	toks = append(toks, tl.sep(s))
 	return toks, toks[0]
 }
 
