@@ -44,17 +44,24 @@ func acquire(ctx context.Context, s state.Store, id, owner string, ttl time.Dura
 		return l, nil
 	}
 	var he *state.HeldError
-	switch {
-	case errors.As(err, &he):
+	if errors.As(err, &he) {
 		msg := fmt.Sprintf("another nexa process is working on run %s right now", id)
 		if he.Holder.Owner != "" {
 			msg = fmt.Sprintf("run %s is held by %s (lease until %s)", id, he.Holder.Owner, he.Holder.Expires.UTC().Format(time.RFC3339Nano))
 		}
 		return nil, &Error{Code: CodeCheckpointConflict, Message: msg + "; wait for it to stop, then try again", Err: err}
-	case errors.Is(err, state.ErrNotFound):
-		return nil, &Error{Code: CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store", id), Err: err}
 	}
-	return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
+	return nil, loadError(id, err)
+}
+
+// loadError turns an error of a store read of run id into the runtime's
+// error: run_not_found for a missing run, else store_error with the
+// store's message (it names the operation and the run already).
+func loadError(id string, err error) error {
+	if errors.Is(err, state.ErrNotFound) {
+		return &Error{Code: CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store", id), Err: err}
+	}
+	return &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
 }
 
 // release gives a lease back; a failure only delays the next taker until
@@ -138,12 +145,9 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 		return nil, err
 	}
 	defer release(r.store, o.RunID, l)
-	run, err := r.store.Load(ctx, o.RunID)
-	if errors.Is(err, state.ErrNotFound) {
-		return nil, &Error{Code: CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store", o.RunID)}
-	}
+	run, err := Show(ctx, r.store, o.RunID)
 	if err != nil {
-		return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
+		return nil, err
 	}
 	run.Lease = l
 	if err := CheckResume(run, o.Request); err != nil {
@@ -237,12 +241,9 @@ func operatorWrite(ctx context.Context, s state.Store, runID string, revision in
 		return nil, err
 	}
 	defer release(s, runID, l)
-	st, err := s.Load(ctx, runID)
+	st, err := Show(ctx, s, runID)
 	if err != nil {
-		if errors.Is(err, state.ErrNotFound) {
-			return nil, &Error{Code: CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store", runID), Err: err}
-		}
-		return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
+		return nil, err
 	}
 	st.Lease = l
 	if revision > 0 && st.Revision != revision {
@@ -266,11 +267,8 @@ func operatorWrite(ctx context.Context, s state.Store, runID string, revision in
 // Show loads a run to display it, with its holder if one drives it now.
 func Show(ctx context.Context, s state.Store, runID string) (*state.RunState, error) {
 	st, err := s.Load(ctx, runID)
-	if errors.Is(err, state.ErrNotFound) {
-		return nil, &Error{Code: CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store", runID), Err: err}
-	}
 	if err != nil {
-		return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
+		return nil, loadError(runID, err)
 	}
 	return st, nil
 }
@@ -282,11 +280,8 @@ func Show(ctx context.Context, s state.Store, runID string) (*state.RunState, er
 func Header(ctx context.Context, s state.Store, runID string) (*state.RunState, error) {
 	if hl, ok := s.(state.HeaderLoader); ok {
 		st, err := hl.LoadHeader(ctx, runID)
-		if errors.Is(err, state.ErrNotFound) {
-			return nil, &Error{Code: CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store", runID), Err: err}
-		}
 		if err != nil {
-			return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
+			return nil, loadError(runID, err)
 		}
 		return st, nil
 	}
@@ -313,11 +308,8 @@ func ShowTail(ctx context.Context, s state.Store, runID string, n int) (*state.R
 			om = cutTail(st, n)
 		}
 	}
-	if errors.Is(err, state.ErrNotFound) {
-		return nil, om, &Error{Code: CodeRunNotFound, Refusal: true, Message: fmt.Sprintf("no run %s in the store", runID), Err: err}
-	}
 	if err != nil {
-		return nil, om, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
+		return nil, om, loadError(runID, err)
 	}
 	return st, om, nil
 }

@@ -362,15 +362,7 @@ func (d *driver) flushHeld(ctx context.Context) error {
 	if len(d.held) == 0 {
 		return nil
 	}
-	var delta state.Delta
-	closed := d.closeRound(&delta)
-	if err := d.save(ctx, delta); err != nil {
-		return err
-	}
-	if closed {
-		failpoint.Hit("after-tool-messages")
-	}
-	return nil
+	return d.saveClosing(ctx, state.Delta{})
 }
 
 // finish saves a final status for this drive and stops.
@@ -834,7 +826,13 @@ func (d *driver) closeRound(delta *state.Delta) bool {
 // saveResult saves a completed journal entry and, when it was the last
 // open call of its reply, the round's tool messages in the same write.
 func (d *driver) saveResult(ctx context.Context, e *state.JournalEntry) error {
-	delta := state.Delta{Journal: []state.JournalEntry{*e}}
+	return d.saveClosing(ctx, state.Delta{Journal: []state.JournalEntry{*e}})
+}
+
+// saveClosing saves delta (with the held results) and, when the latest
+// reply's calls are then all completed, the round's tool messages in the
+// same write.
+func (d *driver) saveClosing(ctx context.Context, delta state.Delta) error {
 	closed := d.closeRound(&delta)
 	if err := d.save(ctx, delta); err != nil {
 		return err

@@ -53,15 +53,7 @@ func (p Problem) String() string { return "at " + p.At + ": " + p.Msg }
 // Explain joins problems into one line, at most max of them followed by
 // "and N more", the form models and users see.
 func Explain(ps []Problem, max int) string {
-	msgs := make([]string, 0, len(ps))
-	for i, p := range ps {
-		if i == max {
-			msgs = append(msgs, fmt.Sprintf("and %d more", len(ps)-max))
-			break
-		}
-		msgs = append(msgs, p.String())
-	}
-	return strings.Join(msgs, "; ")
+	return strings.Join(Strings(ps, max), "; ")
 }
 
 // Strings renders each problem with Problem.String, at most max of them
