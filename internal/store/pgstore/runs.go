@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -724,11 +725,11 @@ func (s *Store) Prune(ctx context.Context, f state.Filter) (state.PruneReport, e
 	var ferr error
 	if s.logDir != "" {
 		for _, id := range deleted {
+			if !runrow.FileSafe(id) {
+				continue
+			}
 			for _, suffix := range []string{".log", ".mcp.log"} {
-				if !runrow.FileSafe(id) {
-					continue
-				}
-				if err := os.Remove(s.logDir + string(os.PathSeparator) + id + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+				if err := os.Remove(filepath.Join(s.logDir, id+suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 					ferr = errors.Join(ferr, err)
 				}
 			}
