@@ -33,21 +33,7 @@ written on a refusal.`,
 	}
 	cmd.PersistentFlags().StringVar(&storeFlag, "store", "", "run store: a SQLite file `PATH` or a postgres:// URL (default .nexa/runs.sqlite3, or NEXA_STORE)")
 	// openWith opens the store; only import may create it.
-	openWith := func(create bool) (storeHandle, error) {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, &exitError{code: ExitFailed, msg: fmt.Sprintf("working directory: %v", err)}
-		}
-		s, err := openStore(e, storeFlag, wd, create)
-		if err != nil {
-			var se *storeOpenError
-			if errors.As(err, &se) {
-				return nil, &exitError{code: se.exit, msg: se.msg}
-			}
-			return nil, &exitError{code: ExitFailed, msg: err.Error()}
-		}
-		return s, nil
-	}
+	openWith := func(create bool) (storeHandle, error) { return openStoreForCommand(e, storeFlag, create) }
 	open := func() (storeHandle, error) { return openWith(false) }
 	// Hints repeat --store when it was given: the run is found there.
 	hints := func(st *state.RunState) string { return hintFlags(st, nil, storeFlag) }
