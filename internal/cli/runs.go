@@ -207,7 +207,8 @@ pending calls and calls whose outcome is unknown are always shown in full.`,
 	return cmd
 }
 
-// showRunTail is showRun with only the tail of the run's rows (n > 0).
+// showRunTail loads a run for display, with only the tail of its rows when
+// n > 0, turning "not found" into a usage error.
 func showRunTail(s storeHandle, id string, n int) (*state.RunState, state.Omitted, error) {
 	st, om, err := runtime.ShowTail(context.Background(), s, id, n)
 	if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeRunNotFound {

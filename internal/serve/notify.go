@@ -70,7 +70,7 @@ type Notifier struct {
 	URL string
 	// Secret signs every event; empty sends no signature header.
 	Secret string
-	// Store is polled with List; runs are read with runtime.Show.
+	// Store is polled with List; runs are read with runtime.ShowTail.
 	Store state.Store
 	// Interval between polls (default 2s).
 	Interval time.Duration
