@@ -496,7 +496,7 @@ func parseAge(s string) (time.Duration, error) {
 // checkRunID refuses, before the store is touched, an argument that is not
 // a run id.
 func checkRunID(id string) error {
-	if !validRunID(id) {
+	if !runtime.ValidRunID(id) {
 		return usageErrorf("%q is not a run id (run ids look like run_01JD7…)", id)
 	}
 	return nil
