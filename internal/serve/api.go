@@ -307,18 +307,21 @@ type runView struct {
 }
 
 // view redacts a run and derives its pending and unknown calls.
-func (s *Server) view(st *state.RunState) runView {
-	red := s.redactRun(st)
-	v := runView{RunState: red}
-	v.PendingCalls, v.UnknownCalls = runtime.OperatorCalls(red)
+func (s *Server) view(st *state.RunState) runView { return viewOf(s.o.Redact, st) }
+
+// viewOf is view with the redactor given, for the notifier, which has no
+// Server.
+func viewOf(red func(string) string, st *state.RunState) runView {
+	r := redactRun(red, st)
+	v := runView{RunState: r}
+	v.PendingCalls, v.UnknownCalls = runtime.OperatorCalls(r)
 	return v
 }
 
 // redactRun copies a run with every text an operator sees passed through
-// the redactor. The store holds no secrets (the runtime redacts before it
-// saves); this also covers values the server knows and the run does not.
-func (s *Server) redactRun(st *state.RunState) *state.RunState {
-	red := s.o.Redact
+// red. The store holds no secrets (the runtime redacts before it saves);
+// this also covers values the server knows and the run does not.
+func redactRun(red func(string) string, st *state.RunState) *state.RunState {
 	c := *st
 	c.Task = red(st.Task)
 	c.Messages = make([]state.Message, len(st.Messages))

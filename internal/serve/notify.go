@@ -296,7 +296,7 @@ func (n *Notifier) event(ctx context.Context, r state.Summary, st *state.RunStat
 			return ev
 		}
 	}
-	v := (&Server{o: Options{Redact: n.Redact}}).view(st)
+	v := viewOf(n.Redact, st)
 	if r.Status == state.StatusWaitingApproval {
 		ev.Pending = v.PendingCalls
 	}
