@@ -215,7 +215,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	display = progress(e, f.quiet)
 	display.redact = sec.redact
 	defer display.close()
-	if f.resume != "" && !validRunID(f.resume) {
+	if f.resume != "" && !runtime.ValidRunID(f.resume) {
 		return finishAgent(e, c, f, nil, nil, file, &runtime.Error{Code: runtime.CodeRunNotFound, Refusal: true,
 			Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", f.resume)}, sec)
 	}
@@ -471,9 +471,6 @@ func (l *redactedLog) Close() error {
 	}
 	return err
 }
-
-// validRunID accepts the shape of run ids, so an id never names a path.
-func validRunID(id string) bool { return runtime.ValidRunID(id) }
 
 // providerFlags are the flags given on this command line that a resume must
 // repeat because the provider identity is resolved from them. A new run

@@ -59,6 +59,25 @@ type storeOpenError struct {
 
 func (e *storeOpenError) Error() string { return e.msg }
 
+// openStoreForCommand opens the run store for a command that reports
+// failures only as an exit code and a message (runs, serve): the working
+// directory is the one the process runs in.
+func openStoreForCommand(e *env, flag string, create bool) (storeHandle, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, &exitError{code: ExitFailed, msg: fmt.Sprintf("working directory: %v", err)}
+	}
+	s, err := openStore(e, flag, wd, create)
+	if err != nil {
+		var se *storeOpenError
+		if errors.As(err, &se) {
+			return nil, &exitError{code: se.exit, msg: se.msg}
+		}
+		return nil, &exitError{code: ExitFailed, msg: err.Error()}
+	}
+	return s, nil
+}
+
 // openStore opens the run store. create says whether a missing store may be
 // created: only a command that starts a run creates one, so that looking at
 // runs (nexa runs list, show, …) never leaves a .nexa directory behind.

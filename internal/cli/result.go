@@ -144,7 +144,7 @@ func hintFlags(st *state.RunState, fallback []string, storeFlag string) string {
 // command failed before (or without) loading it. It never creates a store
 // and returns nil when anything is missing.
 func peekRun(e *env, storeFlag, id string) *state.RunState {
-	if id == "" || !validRunID(id) {
+	if id == "" || !runtime.ValidRunID(id) {
 		return nil
 	}
 	wd, err := os.Getwd()

@@ -33,21 +33,7 @@ written on a refusal.`,
 	}
 	cmd.PersistentFlags().StringVar(&storeFlag, "store", "", "run store: a SQLite file `PATH` or a postgres:// URL (default .nexa/runs.sqlite3, or NEXA_STORE)")
 	// openWith opens the store; only import may create it.
-	openWith := func(create bool) (storeHandle, error) {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, &exitError{code: ExitFailed, msg: fmt.Sprintf("working directory: %v", err)}
-		}
-		s, err := openStore(e, storeFlag, wd, create)
-		if err != nil {
-			var se *storeOpenError
-			if errors.As(err, &se) {
-				return nil, &exitError{code: se.exit, msg: se.msg}
-			}
-			return nil, &exitError{code: ExitFailed, msg: err.Error()}
-		}
-		return s, nil
-	}
+	openWith := func(create bool) (storeHandle, error) { return openStoreForCommand(e, storeFlag, create) }
 	open := func() (storeHandle, error) { return openWith(false) }
 	// Hints repeat --store when it was given: the run is found there.
 	hints := func(st *state.RunState) string { return hintFlags(st, nil, storeFlag) }
@@ -221,7 +207,8 @@ pending calls and calls whose outcome is unknown are always shown in full.`,
 	return cmd
 }
 
-// showRunTail is showRun with only the tail of the run's rows (n > 0).
+// showRunTail loads a run for display, with only the tail of its rows when
+// n > 0, turning "not found" into a usage error.
 func showRunTail(s storeHandle, id string, n int) (*state.RunState, state.Omitted, error) {
 	st, om, err := runtime.ShowTail(context.Background(), s, id, n)
 	if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeRunNotFound {
@@ -509,7 +496,7 @@ func parseAge(s string) (time.Duration, error) {
 // checkRunID refuses, before the store is touched, an argument that is not
 // a run id.
 func checkRunID(id string) error {
-	if !validRunID(id) {
+	if !runtime.ValidRunID(id) {
 		return usageErrorf("%q is not a run id (run ids look like run_01JD7…)", id)
 	}
 	return nil

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -46,17 +45,9 @@ unreadable), 2 usage error.`,
 			if err := serve.CheckBind(addr, token); err != nil {
 				return usageErrorf("%v", err)
 			}
-			wd, err := os.Getwd()
+			s, err := openStoreForCommand(e, storeFlag, false)
 			if err != nil {
-				return &exitError{code: ExitFailed, msg: fmt.Sprintf("working directory: %v", err)}
-			}
-			s, err := openStore(e, storeFlag, wd, false)
-			if err != nil {
-				var se *storeOpenError
-				if errors.As(err, &se) {
-					return &exitError{code: se.exit, msg: se.msg}
-				}
-				return &exitError{code: ExitFailed, msg: err.Error()}
+				return err
 			}
 			defer s.Close()
 			values := append(environSecrets(e), secrets.URLPasswords(storeFlag)...)

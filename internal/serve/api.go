@@ -96,20 +96,6 @@ func (s *Server) api(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// validRunID accepts the shape of run ids (run_ and letters or digits),
-// so an id from a URL never reaches the store malformed.
-func validRunID(id string) bool {
-	if !strings.HasPrefix(id, "run_") || len(id) <= 4 || len(id) > 64 {
-		return false
-	}
-	for _, c := range id[4:] {
-		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
-			return false
-		}
-	}
-	return true
-}
-
 func notRunID(id string) apiError {
 	return apiError{Code: runtime.CodeRunNotFound, Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", id)}
 }
@@ -157,7 +143,7 @@ func (s *Server) apiList(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiShow(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !validRunID(id) {
+	if !runtime.ValidRunID(id) {
 		s.writeAPIError(w, notRunID(id))
 		return
 	}
@@ -195,7 +181,7 @@ func readJSON(r *http.Request, v any) *apiError {
 
 func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !validRunID(id) {
+	if !runtime.ValidRunID(id) {
 		s.writeAPIError(w, notRunID(id))
 		return
 	}
@@ -234,7 +220,7 @@ type resolveRequest struct {
 
 func (s *Server) apiResolve(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !validRunID(id) {
+	if !runtime.ValidRunID(id) {
 		s.writeAPIError(w, notRunID(id))
 		return
 	}
@@ -321,18 +307,21 @@ type runView struct {
 }
 
 // view redacts a run and derives its pending and unknown calls.
-func (s *Server) view(st *state.RunState) runView {
-	red := s.redactRun(st)
-	v := runView{RunState: red}
-	v.PendingCalls, v.UnknownCalls = runtime.OperatorCalls(red)
+func (s *Server) view(st *state.RunState) runView { return viewOf(s.o.Redact, st) }
+
+// viewOf is view with the redactor given, for the notifier, which has no
+// Server.
+func viewOf(red func(string) string, st *state.RunState) runView {
+	r := redactRun(red, st)
+	v := runView{RunState: r}
+	v.PendingCalls, v.UnknownCalls = runtime.OperatorCalls(r)
 	return v
 }
 
 // redactRun copies a run with every text an operator sees passed through
-// the redactor. The store holds no secrets (the runtime redacts before it
-// saves); this also covers values the server knows and the run does not.
-func (s *Server) redactRun(st *state.RunState) *state.RunState {
-	red := s.o.Redact
+// red. The store holds no secrets (the runtime redacts before it saves);
+// this also covers values the server knows and the run does not.
+func redactRun(red func(string) string, st *state.RunState) *state.RunState {
 	c := *st
 	c.Task = red(st.Task)
 	c.Messages = make([]state.Message, len(st.Messages))

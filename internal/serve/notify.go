@@ -70,7 +70,7 @@ type Notifier struct {
 	URL string
 	// Secret signs every event; empty sends no signature header.
 	Secret string
-	// Store is polled with List; runs are read with runtime.Show.
+	// Store is polled with List; runs are read with runtime.ShowTail.
 	Store state.Store
 	// Interval between polls (default 2s).
 	Interval time.Duration
@@ -214,18 +214,18 @@ func (n *Notifier) Poll(ctx context.Context) ([]Event, error) {
 		return nil, nil
 	}
 	var evs []Event
-	announce := func(r state.Summary) {
+	announce := func(r state.Summary, st *state.RunState) {
 		if before, ok := prev[r.ID]; (ok && before == r.Status) || !notifyStatuses[r.Status] {
 			return
 		}
-		evs = append(evs, n.event(ctx, r))
+		evs = append(evs, n.event(ctx, r, st))
 	}
 	for _, id := range order {
-		announce(open[id])
+		announce(open[id], nil)
 	}
 	for _, r := range fresh {
 		if _, ok := open[r.ID]; !ok {
-			announce(r) // created and finished between two polls
+			announce(r, nil) // created and finished between two polls
 		}
 	}
 	for id := range prev {
@@ -237,7 +237,7 @@ func (n *Notifier) Poll(ctx context.Context) ([]Event, error) {
 			continue // pruned meanwhile: nothing to announce
 		}
 		announce(state.Summary{ID: st.ID, Status: st.Status, Agent: st.Config.Agent, File: st.Config.SourceFile,
-			CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Revision: st.Revision})
+			CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Revision: st.Revision}, st)
 	}
 	return evs, nil
 }
@@ -280,8 +280,9 @@ func newestOf(fresh []state.Summary, since *state.Cursor) *state.Cursor {
 	return &c
 }
 
-// event builds the body for run r, with its pending or unknown calls.
-func (n *Notifier) event(ctx context.Context, r state.Summary) Event {
+// event builds the body for run r, with its pending or unknown calls. st
+// is the run's tail when the caller has already read it, else nil.
+func (n *Notifier) event(ctx context.Context, r state.Summary, st *state.RunState) Event {
 	ev := Event{Event: "run." + string(r.Status), RunID: r.ID, Status: r.Status, Agent: r.Agent, File: r.File,
 		Revision: r.Revision, UpdatedAt: r.UpdatedAt}
 	if n.BaseURL != "" {
@@ -289,11 +290,13 @@ func (n *Notifier) event(ctx context.Context, r state.Summary) Event {
 	}
 	// The tail keeps every call that is not completed, which is all an
 	// event lists, without reading a long run whole.
-	st, _, err := runtime.ShowTail(ctx, n.Store, r.ID, 1)
-	if err != nil {
-		return ev
+	if st == nil {
+		var err error
+		if st, _, err = runtime.ShowTail(ctx, n.Store, r.ID, 1); err != nil {
+			return ev
+		}
 	}
-	v := (&Server{o: Options{Redact: n.Redact}}).view(st)
+	v := viewOf(n.Redact, st)
 	if r.Status == state.StatusWaitingApproval {
 		ev.Pending = v.PendingCalls
 	}

@@ -157,7 +157,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, d *pageData) {
 func (s *Server) showRun(w http.ResponseWriter, r *http.Request, d *pageData, status int) {
 	id := r.PathValue("id")
 	d.Title = id
-	if !validRunID(id) {
+	if !runtime.ValidRunID(id) {
 		d.Error = notRunID(id).Message
 		s.render(w, http.StatusNotFound, "message.html", d)
 		return
@@ -219,7 +219,7 @@ func (s *Server) operatorForm(key string, read func(r *http.Request) string,
 			s.showRun(w, r, d, http.StatusBadRequest)
 			return
 		}
-		if !validRunID(id) {
+		if !runtime.ValidRunID(id) {
 			s.showRun(w, r, d, http.StatusNotFound)
 			return
 		}

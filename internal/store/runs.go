@@ -666,7 +666,7 @@ func limit(f state.Filter) int {
 // zero Filter lists every run.
 func (s *SQLite) List(ctx context.Context, f state.Filter) ([]state.Summary, error) {
 	w, args := where(f, s.now())
-	rows, err := s.db.QueryContext(ctx, `SELECT id, status, agent, file, created_at, updated_at, revision
+	rows, err := s.db.QueryContext(ctx, `SELECT `+runrow.SummaryColumns+`
 		FROM runs`+w+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limit(f))...)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", dbErr(ctx, err))
@@ -674,16 +674,10 @@ func (s *SQLite) List(ctx context.Context, f state.Filter) ([]state.Summary, err
 	defer rows.Close()
 	out := []state.Summary{}
 	for rows.Next() {
-		var (
-			sum              state.Summary
-			status           string
-			created, updated int64
-		)
-		if err := rows.Scan(&sum.ID, &status, &sum.Agent, &sum.File, &created, &updated, &sum.Revision); err != nil {
+		sum, err := runrow.ScanSummary(rows.Scan)
+		if err != nil {
 			return nil, fmt.Errorf("list runs: %w", dbErr(ctx, err))
 		}
-		sum.Status = state.Status(status)
-		sum.CreatedAt, sum.UpdatedAt = runrow.Time(created), runrow.Time(updated)
 		out = append(out, sum)
 	}
 	if err := rows.Err(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -663,20 +664,14 @@ func where(f state.Filter) (string, []any) {
 // descending), at most f.Limit of them and only those after f.After.
 func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Summary, error) {
 	w, args := where(f)
-	rows, _ := s.pool.Query(ctx, `SELECT id, status, agent, file, created_at, updated_at, revision FROM nexa_runs`+w, args...)
+	rows, _ := s.pool.Query(ctx, `SELECT `+runrow.SummaryColumns+` FROM nexa_runs`+w, args...)
 	out := []state.Summary{}
 	defer rows.Close()
 	for rows.Next() {
-		var (
-			sum              state.Summary
-			status           string
-			created, updated int64
-		)
-		if err := rows.Scan(&sum.ID, &status, &sum.Agent, &sum.File, &created, &updated, &sum.Revision); err != nil {
+		sum, err := runrow.ScanSummary(rows.Scan)
+		if err != nil {
 			return nil, s.wrap(fmt.Errorf("list runs: %w", err))
 		}
-		sum.Status = state.Status(status)
-		sum.CreatedAt, sum.UpdatedAt = runrow.Time(created), runrow.Time(updated)
 		out = append(out, sum)
 	}
 	if err := rows.Err(); err != nil {
@@ -730,11 +725,11 @@ func (s *Store) Prune(ctx context.Context, f state.Filter) (state.PruneReport, e
 	var ferr error
 	if s.logDir != "" {
 		for _, id := range deleted {
+			if !runrow.FileSafe(id) {
+				continue
+			}
 			for _, suffix := range []string{".log", ".mcp.log"} {
-				if !runrow.FileSafe(id) {
-					continue
-				}
-				if err := os.Remove(s.logDir + string(os.PathSeparator) + id + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+				if err := os.Remove(filepath.Join(s.logDir, id+suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 					ferr = errors.Join(ferr, err)
 				}
 			}

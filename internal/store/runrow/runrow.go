@@ -138,6 +138,27 @@ func Nanos(t time.Time) (int64, error) {
 // whichever store or time zone it came from.
 func Time(n int64) time.Time { return time.Unix(0, n).UTC() }
 
+// SummaryColumns are the columns, in order, that ScanSummary reads: both
+// stores' List select them under the same names.
+const SummaryColumns = "id, status, agent, file, created_at, updated_at, revision"
+
+// ScanSummary reads one row of SummaryColumns with scan (the Scan method
+// of either driver's rows), so both stores turn a list row into a summary
+// the same way.
+func ScanSummary(scan func(dest ...any) error) (state.Summary, error) {
+	var (
+		sum              state.Summary
+		status           string
+		created, updated int64
+	)
+	if err := scan(&sum.ID, &status, &sum.Agent, &sum.File, &created, &updated, &sum.Revision); err != nil {
+		return sum, err
+	}
+	sum.Status = state.Status(status)
+	sum.CreatedAt, sum.UpdatedAt = Time(created), Time(updated)
+	return sum, nil
+}
+
 // FileSafe accepts the run ids a file may be named after (lock and log
 // files): letters, digits, '_', '-' and '.', not starting with '.', so an
 // id never names a path.
