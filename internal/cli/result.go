@@ -14,6 +14,7 @@ import (
 	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/shellquote"
 )
 
 // runResult is the one JSON object `nexa agent` prints on stdout.
@@ -83,7 +84,7 @@ func resumeCommands(st *state.RunState, file, flags string, r *runResult) map[st
 	if file == "" {
 		file = st.Config.SourceFile
 	}
-	base := fmt.Sprintf("nexa agent %s %s --resume %s%s", shellQuote(file), shellQuote(st.Config.Agent), st.ID, flags)
+	base := fmt.Sprintf("nexa agent %s %s --resume %s%s", shellquote.Quote(file), shellquote.Quote(st.Config.Agent), st.ID, flags)
 	cmds := map[string]string{}
 	switch st.Status {
 	case state.StatusWaitingApproval:
@@ -132,10 +133,10 @@ func hintFlags(st *state.RunState, fallback []string, storeFlag string) string {
 	}
 	var b strings.Builder
 	for _, f := range flags {
-		b.WriteString(" " + shellQuote(f))
+		b.WriteString(" " + shellquote.Quote(f))
 	}
 	if storeFlag != "" {
-		b.WriteString(" --store " + shellQuote(storeFlag))
+		b.WriteString(" --store " + shellquote.Quote(storeFlag))
 	}
 	return b.String()
 }
@@ -208,16 +209,6 @@ func stopAtOnce(e *env, f *agentFlags, st storeHandle, runID, file string) {
 		os.Exit(ExitInterrupted)
 	})
 	os.Exit(ExitInterrupted)
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@+,", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // exitCodeFor maps a run's status to the exit code of cli.md.

@@ -16,6 +16,7 @@ import (
 	"github.com/nexa-run/nexa/internal/duration"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/shellquote"
 )
 
 func init() { register(newRunsCmd) }
@@ -163,7 +164,7 @@ func listFlags(c *cobra.Command) string {
 	var b strings.Builder
 	for _, name := range []string{"store", "status", "agent", "older-than", "limit"} {
 		if f := c.Flags().Lookup(name); f != nil && f.Changed {
-			b.WriteString(" --" + name + " " + shellQuote(f.Value.String()))
+			b.WriteString(" --" + name + " " + shellquote.Quote(f.Value.String()))
 		}
 	}
 	return b.String()
@@ -358,7 +359,7 @@ func newRunsApproveCmd(e *env, open storeOpener, hints hintFlagger) *cobra.Comma
 				verb = "denied"
 			}
 			fmt.Fprintf(e.stdout, "call %s of run %s %s (revision %d)\n", args[1], args[0], verb, st.Revision)
-			fmt.Fprintf(e.stderr, "continue with: nexa agent %s %s --resume %s%s\n", shellQuote(st.Config.SourceFile), shellQuote(st.Config.Agent), st.ID, hints(st))
+			fmt.Fprintf(e.stderr, "continue with: nexa agent %s %s --resume %s%s\n", shellquote.Quote(st.Config.SourceFile), shellquote.Quote(st.Config.Agent), st.ID, hints(st))
 			return nil
 		},
 	}
@@ -434,7 +435,7 @@ then continues with this result without executing the tool again.`,
 			case !resumable(st):
 				fmt.Fprintf(e.stderr, "run %s is %s: the resolution is recorded for the record; the run does not continue\n", st.ID, st.Status)
 			case len(runtime.UnknownCalls(st)) == 0:
-				fmt.Fprintf(e.stderr, "continue with: nexa agent %s %s --resume %s%s\n", shellQuote(st.Config.SourceFile), shellQuote(st.Config.Agent), st.ID, hints(st))
+				fmt.Fprintf(e.stderr, "continue with: nexa agent %s %s --resume %s%s\n", shellquote.Quote(st.Config.SourceFile), shellquote.Quote(st.Config.Agent), st.ID, hints(st))
 			}
 			return nil
 		},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nexa-run/nexa/internal/secrets"
 	"github.com/nexa-run/nexa/internal/serve"
+	"github.com/nexa-run/nexa/internal/store/pgstore"
 )
 
 func init() { register(newServeCmd) }
@@ -51,6 +52,7 @@ unreadable), 2 usage error.`,
 			}
 			defer s.Close()
 			values := append(environSecrets(e), secrets.URLPasswords(storeFlag)...)
+			values = append(values, pgstore.Password(storeName(e, storeFlag)))
 			values = append(values, token, e.getenv("NEXA_NOTIFY_SECRET"))
 			if p := e.getenv("NEXA_SECRETS"); p != "" {
 				set, err := secrets.Load(p)
@@ -65,7 +67,7 @@ unreadable), 2 usage error.`,
 				return &exitError{code: ExitFailed, msg: fmt.Sprintf("--execute needs the path of this binary: %v", err)}
 			}
 			o := serve.Options{
-				Store: s, StoreName: red.Redact(s.Path()), Addr: addr,
+				Store: s, StoreName: red.Redact(s.Path()), StoreFlag: storeName(e, storeFlag), Addr: addr,
 				Token: token, TokenName: tokenName, User: user,
 				Redact: red.Redact, Log: e.stderr,
 			}

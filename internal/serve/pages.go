@@ -15,6 +15,7 @@ import (
 
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/shellquote"
 )
 
 //go:embed templates/*.html
@@ -52,6 +53,7 @@ type pageData struct {
 	Pending                                []pendingPage
 	Executes                               bool
 	ResumeCmd                              string
+	StoreNamed                             bool   // ResumeCmd carries --store
 	decided                                string // the call just decided
 	resolved                               string // the call just resolved
 }
@@ -189,7 +191,7 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request, d *pageData, st
 		}
 	}
 	d.Executes = s.o.Execute != nil
-	d.ResumeCmd = resumeCommand(st)
+	d.ResumeCmd, d.StoreNamed = resumeCommand(st, s.o.StoreFlag), s.o.StoreFlag != ""
 	for _, p := range v.PendingCalls {
 		d.Pending = append(d.Pending, pendingPage{PendingCall: p, Arguments: indentJSON(p.Arguments)})
 	}
@@ -353,20 +355,14 @@ func decisionText(e state.JournalEntry) string {
 	return t
 }
 
-// resumeCommand is the command that continues a run, with the provider
-// flags it was started with.
-func resumeCommand(st *state.RunState) string {
-	parts := []string{"nexa", "agent", shellQuote(st.Config.SourceFile), shellQuote(st.Config.Agent), "--resume", st.ID}
-	for _, f := range st.Config.ResumeFlags {
-		parts = append(parts, shellQuote(f))
+// resumeCommand is the command that continues a run: the provider flags it
+// was started with, then --store when the server was given one, so the
+// command reaches the same store from any shell.
+func resumeCommand(st *state.RunState, storeFlag string) string {
+	words := []string{"nexa", "agent", st.Config.SourceFile, st.Config.Agent, "--resume", st.ID}
+	words = append(words, st.Config.ResumeFlags...)
+	if storeFlag != "" {
+		words = append(words, "--store", storeFlag)
 	}
-	return strings.Join(parts, " ")
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@,+") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return shellquote.Join(words...)
 }

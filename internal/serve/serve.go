@@ -44,6 +44,10 @@ type Options struct {
 	Store state.Store
 	// StoreName is shown on the pages (a path or URL, password redacted).
 	StoreName string
+	// StoreFlag is the --store value the server was started with (empty:
+	// NEXA_STORE or the default). Resume commands on the pages repeat it so
+	// they reach this store; the page's redaction hides a password in it.
+	StoreFlag string
 	// Addr is the listen address; DefaultAddr when empty.
 	Addr string
 	// Token, when set, is required of every request: as a bearer token on

@@ -585,3 +585,26 @@ func TestResolveContinuesTheRunWithExecute(t *testing.T) {
 		t.Fatalf("the run was not continued: %v %v", err, st.Status)
 	}
 }
+
+// TestPageResumeCommandNamesTheStore: without --execute the run page tells
+// the operator how to continue; the command must reach the server's store
+// (pasted from any directory), quote what a shell would split, and never
+// show the store's password.
+func TestPageResumeCommandNamesTheStore(t *testing.T) {
+	s := newStore(t)
+	ts := newServer(t, s, Options{StoreFlag: "postgres://nexa:pg-hunter3@db.internal/runs", Redact: secrets.NewRedactor("pg-hunter3").Redact})
+	_, page := do(t, browser(t, ts), "GET", ts.URL+"/runs/"+runID, "")
+	if strings.Contains(page, "pg-hunter3") || !strings.Contains(page, " --store postgres://nexa:") {
+		t.Fatalf("the store's password shows, or the flag is gone:\n%s", page)
+	}
+	ts = newServer(t, s, Options{StoreFlag: "my runs/store.db"})
+	_, page = do(t, browser(t, ts), "GET", ts.URL+"/runs/"+runID, "")
+	if !strings.Contains(page, "--store &#39;my runs/store.db&#39;") || strings.Contains(page, "started from") {
+		t.Fatalf("a store path with a space is not quoted:\n%s", page)
+	}
+	ts = newServer(t, s, Options{})
+	_, page = do(t, browser(t, ts), "GET", ts.URL+"/runs/"+runID, "")
+	if strings.Contains(page, "--store") || !strings.Contains(page, "in the directory this server was started from") {
+		t.Fatalf("the default store's command:\n%s", page)
+	}
+}
