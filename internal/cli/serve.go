@@ -46,6 +46,11 @@ unreadable), 2 usage error.`,
 			if err := serve.CheckBind(addr, token); err != nil {
 				return usageErrorf("%v", err)
 			}
+			if notify != "" {
+				if err := serve.CheckNotifyURL(notify); err != nil {
+					return usageErrorf("%v", err)
+				}
+			}
 			s, err := openStoreForCommand(e, storeFlag, false)
 			if err != nil {
 				return err
@@ -75,9 +80,6 @@ unreadable), 2 usage error.`,
 				o.Execute = serve.CommandResumer{Exe: exe, StoreFlag: storeFlag, Output: red.Writer(e.stderr)}
 			}
 			if notify != "" {
-				if err := serve.CheckNotifyURL(notify); err != nil {
-					return usageErrorf("%v", err)
-				}
 				o.Notify = &serve.Notifier{URL: notify, Secret: e.getenv("NEXA_NOTIFY_SECRET"), Store: s, Interval: interval,
 					Redact: red.Redact, Log: func(f string, a ...any) { fmt.Fprintln(e.stderr, "nexa serve: "+red.Redact(fmt.Sprintf(f, a...))) }}
 			}
