@@ -19,8 +19,8 @@ const hashVersion = "nexa-ir-1"
 // left out (they depend on the machine and on how the file was named);
 // declarations name their file by its index in Files. Tests and tools use
 // it to see what the hash depends on.
-func CanonicalIR(p *ir.Program) ([]byte, error) {
-	return ir.CanonicalJSON(canonicalForm(p)), nil
+func CanonicalIR(p *ir.Program) []byte {
+	return ir.CanonicalJSON(canonicalForm(p))
 }
 
 // The canonical IR. Field order is part of the encoding, and so of every

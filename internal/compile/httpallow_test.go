@@ -23,8 +23,8 @@ agent B uses std.http { prompt: "p" }`
 	}
 	// The setting is part of the IR, so changing it changes what a run
 	// was started with (and its resume is refused).
-	ir1, _ := CanonicalIR(p)
-	ir2, _ := CanonicalIR(mustBuild(t, strings.Replace(src, "10.0.0.5", "10.0.0.6", 1)))
+	ir1 := CanonicalIR(p)
+	ir2 := CanonicalIR(mustBuild(t, strings.Replace(src, "10.0.0.5", "10.0.0.6", 1)))
 	if bytes.Equal(ir1, ir2) || !bytes.Contains(ir1, []byte("10.0.0.5")) {
 		t.Error("http_allow is not part of the canonical IR")
 	}

@@ -197,8 +197,8 @@ func TestBuiltinClash(t *testing.T) {
 func TestHashCoversBuiltins(t *testing.T) {
 	a := mustBuild(t, `agent A uses std.time { prompt: "p" }`)
 	b := mustBuild(t, `agent A uses std.time.time_now { prompt: "p" }`)
-	irA, _ := CanonicalIR(a)
-	irB, _ := CanonicalIR(b)
+	irA := CanonicalIR(a)
+	irB := CanonicalIR(b)
 	if !bytes.Contains(irA, []byte(`"name":"time_diff"`)) || !bytes.Contains(irA, []byte(`"kind":"builtin"`)) ||
 		!bytes.Contains(irA, []byte(`"category":"std.time"`)) {
 		t.Errorf("the canonical IR must hold the built-in tools: %s", irA)
