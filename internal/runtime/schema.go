@@ -22,20 +22,36 @@ type schemaSet struct {
 func newSchemaSet(tools map[string]*ir.Tool, output json.RawMessage) (*schemaSet, error) {
 	s := &schemaSet{tools: map[string]*schemacheck.Schema{}}
 	for name, t := range tools {
-		sch, err := schemacheck.Compile(t.Parameters)
+		compile := schemacheck.Compile
+		if generatedSchema(t) {
+			compile = schemacheck.CompileGenerated
+		}
+		sch, err := compile(t.Parameters)
 		if err != nil {
 			return nil, fmt.Errorf("schema of tool %s: %w", name, err)
 		}
 		s.tools[name] = sch
 	}
 	if len(output) > 0 {
-		sch, err := schemacheck.Compile(output)
+		// A protocol's schema is generated from its fields.
+		sch, err := schemacheck.CompileGenerated(output)
 		if err != nil {
 			return nil, fmt.Errorf("output schema: %w", err)
 		}
 		s.output = sch
 	}
 	return s, nil
+}
+
+// generatedSchema says whether nexa wrote the tool's schema itself (the
+// compiler, from the tool's signature; stdlib, for a built-in tool), so
+// that it needs no meta-schema check; an MCP server's schema does.
+func generatedSchema(t *ir.Tool) bool {
+	switch t.Body.Kind {
+	case ir.BodyNative, ir.BodyPython, ir.BodySchema, ir.BodyBuiltin:
+		return true
+	}
+	return false
 }
 
 // validateArgs checks decoded arguments (numbers as json.Number) against the

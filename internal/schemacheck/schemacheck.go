@@ -109,18 +109,32 @@ func metaSchema() (*Schema, error) {
 // cacheMaxBytes long) and shared: a Schema is immutable and safe for
 // concurrent use, and every run of `nexa serve` compiles the same tool
 // schemas when it starts.
-func Compile(raw []byte) (*Schema, error) {
+func Compile(raw []byte) (*Schema, error) { return cached(raw, true) }
+
+// CompileGenerated is Compile for a schema nexa wrote itself: the one the
+// compiler generates from a tool's signature or a protocol's fields, or a
+// built-in tool's declaration. It skips the meta-schema check, which only
+// finds the mistakes of a hand-written schema: the first check of a
+// process compiles the meta-schema (~9,000 allocations, 3–5 ms), more than
+// a one-step run does besides, and the compiler's and stdlib's tests check
+// every schema they produce with Compile. A schema from outside nexa (an
+// MCP server's, a json_validate argument) goes through Compile.
+func CompileGenerated(raw []byte) (*Schema, error) { return cached(raw, false) }
+
+// cached is Compile, with or without the meta-schema check; an entry kept
+// without the check is checked when Compile asks for it.
+func cached(raw []byte, checkMeta bool) (*Schema, error) {
 	if len(raw) > cacheMaxBytes {
-		return compile(raw, true)
+		return compile(raw, checkMeta)
 	}
 	key := string(raw)
 	cache.mu.Lock()
-	s, ok := cache.m[key]
+	c, ok := cache.m[key]
 	cache.mu.Unlock()
-	if ok {
-		return s, nil
+	if ok && (c.metaChecked || !checkMeta) {
+		return c.s, nil
 	}
-	s, err := compile(raw, true)
+	s, err := compile(raw, checkMeta)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +143,7 @@ func Compile(raw []byte) (*Schema, error) {
 	if len(cache.m) >= cacheSize {
 		clear(cache.m) // simplest bound: start again
 	}
-	cache.m[key] = s
+	cache.m[key] = cachedSchema{s: s, metaChecked: checkMeta}
 	return s, nil
 }
 
@@ -138,10 +152,16 @@ const (
 	cacheMaxBytes = 64 << 10
 )
 
+// cachedSchema is a compiled schema and whether it passed the meta-schema.
+type cachedSchema struct {
+	s           *Schema
+	metaChecked bool
+}
+
 var cache = struct {
 	mu sync.Mutex
-	m  map[string]*Schema
-}{m: map[string]*Schema{}}
+	m  map[string]cachedSchema
+}{m: map[string]cachedSchema{}}
 
 func compile(raw []byte, checkMeta bool) (*Schema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {

@@ -3,6 +3,8 @@ package schemacheck
 import (
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -184,6 +186,49 @@ func TestCompileShares(t *testing.T) {
 		if _, err := Compile([]byte(`{"type": "strin"}`)); err == nil {
 			t.Fatal("invalid schema accepted")
 		}
+	}
+}
+
+// CompileGenerated trusts nexa's own schemas to be well formed, and that
+// trust does not carry over to Compile: the same text from outside nexa is
+// still checked against the meta-schema. A valid schema is shared.
+func TestCompileGeneratedSkipsOnlyTheMetaCheck(t *testing.T) {
+	const misshapen = `{"properties": {"q": {"type": "text"}}}`
+	if _, err := CompileGenerated([]byte(misshapen)); err != nil {
+		t.Fatalf("CompileGenerated ran the meta-schema check: %v", err)
+	}
+	_, err := Compile([]byte(misshapen))
+	if want := `not a valid JSON Schema: at /properties/q/type: value must be one of`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Compile after CompileGenerated: got %v, want %s", err, want)
+	}
+	a, err1 := CompileGenerated([]byte(order))
+	b, err2 := Compile([]byte(order))
+	c, err3 := CompileGenerated([]byte(order))
+	if err1 != nil || err2 != nil || err3 != nil || b != c {
+		t.Fatalf("not shared: %p %p %p (%v, %v, %v)", a, b, c, err1, err2, err3)
+	}
+	if _, err := CompileGenerated([]byte(`{"title": 3}`)); err == nil {
+		t.Fatal("CompileGenerated accepted a schema the library cannot read")
+	}
+}
+
+// A process that only compiles nexa's own schemas (a run of an agent with
+// native tools) never builds the meta-schema, the costliest step of a
+// first Compile. Run in a fresh test process, where nothing compiled it.
+func TestCompileGeneratedLeavesTheMetaSchemaAlone(t *testing.T) {
+	if os.Getenv("SCHEMACHECK_FRESH_PROCESS") == "1" {
+		if _, err := CompileGenerated([]byte(order)); err != nil {
+			t.Fatal(err)
+		}
+		if meta.schema != nil || meta.err != nil {
+			t.Fatal("CompileGenerated built the meta-schema")
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCompileGeneratedLeavesTheMetaSchemaAlone$")
+	cmd.Env = append(os.Environ(), "SCHEMACHECK_FRESH_PROCESS=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("in a fresh process: %v\n%s", err, out)
 	}
 }
 

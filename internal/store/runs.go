@@ -441,6 +441,7 @@ func (s *SQLite) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 }
 
 func (s *SQLite) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	s.prepare(ctx) // before BeginTx, on the idle connection the transaction takes
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return dbErr(ctx, err)
@@ -476,26 +477,43 @@ const (
 	fenceFree  = `(lease_owner IS NULL OR lease_expires <= ?)`
 )
 
-// prepare prepares the statements of a save (s.stmts).
-func (s *SQLite) prepare(ctx context.Context) error {
-	s.stmts = map[string]*sql.Stmt{}
+// prepare prepares the statements of a save (s.stmts) if no write of this
+// handle did yet. A failure leaves them unprepared, to be tried again by
+// the next write: exec runs the SQL unprepared meanwhile, and reports the
+// error if the SQL itself is at fault.
+func (s *SQLite) prepare(ctx context.Context) {
+	if s.stmts.Load() != nil {
+		return
+	}
+	s.prepareMu.Lock()
+	defer s.prepareMu.Unlock()
+	if s.stmts.Load() != nil {
+		return
+	}
+	m := map[string]*sql.Stmt{}
 	for _, q := range []string{sqlInsertMessage, sqlUpsertItem, sqlUpsertEntry,
 		sqlSetAll + fenceLease, sqlSetAll + fenceFree, sqlSetUsage + fenceLease, sqlSetUsage + fenceFree} {
 		st, err := s.db.PrepareContext(ctx, q)
 		if err != nil {
-			return fmt.Errorf("prepare statements: %w", dbErr(ctx, err))
+			for _, p := range m {
+				p.Close()
+			}
+			return
 		}
-		s.stmts[q] = st
+		m[q] = st
 	}
-	return nil
+	s.stmts.Store(&m)
 }
 
 // exec runs one of the prepared statements in tx. The statement is
 // prepared on tx's connection the first time that connection runs it and
 // reused after.
 func (s *SQLite) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	p, ok := s.stmts[query]
-	if !ok {
+	var p *sql.Stmt
+	if m := s.stmts.Load(); m != nil {
+		p = (*m)[query]
+	}
+	if p == nil {
 		return tx.ExecContext(ctx, query, args...)
 	}
 	return tx.StmtContext(ctx, p).ExecContext(ctx, args...)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -81,8 +82,12 @@ type SQLite struct {
 
 	// stmts are the statements of every step's write, prepared once on
 	// the database (and by database/sql once per pooled connection), so
-	// a save does not compile its SQL again.
-	stmts map[string]*sql.Stmt
+	// a save does not compile its SQL again. They are prepared before
+	// the handle's first write, not by Open: a command that only reads
+	// (runs list, runs show) never pays for them. Nil until then.
+	stmts atomic.Pointer[map[string]*sql.Stmt]
+	// prepareMu serialises the preparation of stmts.
+	prepareMu sync.Mutex
 	// saved is each run's header as this handle last wrote it, so that
 	// a save whose header differs only in usage and updated_at writes
 	// only those (see writeRun).
@@ -168,10 +173,6 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("open run store %s: %w", path, err)
 	}
-	if err := s.prepare(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open run store %s: %w", path, err)
-	}
 	tightenMode(abs)
 	// The identity is the open descriptor's, so the file guard reads is
 	// the file it compares against.
@@ -205,6 +206,9 @@ func (s *SQLite) init(ctx context.Context) error {
 	}
 	if mode != "wal" {
 		return fmt.Errorf("set WAL journal mode: SQLite kept journal mode %q (is the file on a filesystem without shared-memory support?)", mode)
+	}
+	if id.version == len(migrations) {
+		return nil // current: migrate would only read the identity again
 	}
 	return migrate(ctx, s.db, migrations)
 }
@@ -336,8 +340,10 @@ func (s *SQLite) Close() error {
 		delete(s.held, id)
 	}
 	s.mu.Unlock()
-	for _, st := range s.stmts {
-		st.Close()
+	if m := s.stmts.Load(); m != nil {
+		for _, st := range *m {
+			st.Close()
+		}
 	}
 	err := s.db.Close()
 	// After SQLite's connections: closing it releases this process's

@@ -1009,3 +1009,41 @@ func TestLoadHeaderHasNoRows(t *testing.T) {
 		t.Fatalf("missing run: %v, want ErrNotFound", err)
 	}
 }
+
+// Open prepares nothing: a command that only reads (runs list, runs show)
+// does not compile the statements of a save. The first write prepares
+// them, and every later save reuses them.
+func TestStatementsArePreparedByTheFirstWrite(t *testing.T) {
+	s, path := openTemp(t)
+	ctx := context.Background()
+	if _, err := s.List(ctx, state.Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	if s.stmts.Load() != nil {
+		t.Fatal("Open or List prepared the statements of a save")
+	}
+	if err := s.Create(ctx, newRun("r1", 2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	first := s.stmts.Load()
+	if first == nil || len(*first) == 0 {
+		t.Fatal("the first write prepared no statements")
+	}
+	if err := s.Create(ctx, newRun("r2", 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if s.stmts.Load() != first {
+		t.Fatal("statements prepared again by a later write")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if got := mustLoad(t, s2, "r1"); len(got.Messages) != 2 || len(got.Journal) != 1 {
+		t.Fatalf("reopened: %d messages, %d journal entries", len(got.Messages), len(got.Journal))
+	}
+}
