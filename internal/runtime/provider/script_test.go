@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,31 +173,45 @@ func TestScriptErrorTurns(t *testing.T) {
 	}
 }
 
+// TestScriptBadFiles: a file that is not a script fails in NewScript; a
+// turn that is wrong fails the request that reaches it (turn > 0), with
+// the same position and words, and the turns before it answer.
 func TestScriptBadFiles(t *testing.T) {
 	cases := []struct {
 		name, text string
+		turn       int // 0: NewScript fails; n: the request for turn n fails
 		want       []string
 	}{
-		{"syntax", "{\n  \"turns\": [\n    {\"content\": \"a\",}\n  ]\n}", []string{":3:", "invalid character"}},
-		{"unknown top", `{"modle": "x", "turns": []}`, []string{`unknown field "modle"`, ":1:"}},
-		{"unknown turn field", "{\"turns\": [\n  {\"content\": \"a\"},\n  {\"contnet\": \"b\"}\n]}", []string{":3:4:", "turn 2", `unknown field "contnet"`}},
-		{"unknown call field", `{"turns": [{"tool_calls": [{"name": "a", "args": {}}]}]}`, []string{"turn 1", `unknown field "args"`}},
-		{"wrong type", "{\"turns\": [\n {\"content\": 5}\n]}", []string{"turn 1", "content", ":2:"}},
-		{"empty turn", `{"turns": [{"content": "ok"}, {}]}`, []string{"turn 2", "says nothing"}},
-		{"empty turn, placed", "{\"turns\": [\n {\"content\": \"ok\"},\n  {}\n]}", []string{":3:3:", "turn 2", "says nothing"}},
-		{"nameless call", `{"turns": [{"tool_calls": [{"id": "x"}]}]}`, []string{"turn 1", `no "name"`}},
-		{"dup ids", `{"turns": [{"tool_calls": [{"id": "x", "name": "a"}, {"id": "x", "name": "b"}]}]}`, []string{`"x" is used twice`}},
-		{"no turns", `{"model": "m"}`, []string{`no "turns"`}},
-		{"empty", ``, []string{"empty file"}},
-		{"trailing", `{"turns": [{"content": "a"}]} {}`, []string{"unexpected data"}},
-		{"not object", `[1]`, []string{"expected"}},
-		{"bad error", `{"turns": [{"error": {"message": "x"}}]}`, []string{`"status"`}},
-		{"times without answer", `{"turns": [{"error": {"status": 500, "times": 1}}]}`, []string{`"times" needs`}},
+		{"syntax", "{\n  \"turns\": [\n    {\"content\": \"a\",}\n  ]\n}", 0, []string{":3:", "invalid character"}},
+		{"unknown top", `{"modle": "x", "turns": []}`, 0, []string{`unknown field "modle"`, ":1:"}},
+		{"unknown turn field", "{\"turns\": [\n  {\"content\": \"a\"},\n  {\"contnet\": \"b\"}\n]}", 2, []string{":3:4:", "turn 2", `unknown field "contnet"`}},
+		{"unknown call field", `{"turns": [{"tool_calls": [{"name": "a", "args": {}}]}]}`, 1, []string{"turn 1", `unknown field "args"`}},
+		{"wrong type", "{\"turns\": [\n {\"content\": 5}\n]}", 1, []string{"turn 1", "content", ":2:"}},
+		{"empty turn", `{"turns": [{"content": "ok"}, {}]}`, 2, []string{"turn 2", "says nothing"}},
+		{"empty turn, placed", "{\"turns\": [\n {\"content\": \"ok\"},\n  {}\n]}", 2, []string{":3:3:", "turn 2", "says nothing"}},
+		{"nameless call", `{"turns": [{"tool_calls": [{"id": "x"}]}]}`, 1, []string{"turn 1", `no "name"`}},
+		{"dup ids", `{"turns": [{"tool_calls": [{"id": "x", "name": "a"}, {"id": "x", "name": "b"}]}]}`, 1, []string{`"x" is used twice`}},
+		{"no turns", `{"model": "m"}`, 0, []string{`no "turns"`}},
+		{"turns not a list", `{"turns": {"content": "a"}}`, 0, []string{"turns: expected array", ":1:11:"}},
+		{"turn not an object", "{\"turns\": [\n {\"content\": \"a\"},\n \"b\"\n]}", 0, []string{"turn 2: expected a JSON object", ":3:2:"}},
+		{"model not a string", `{"model": 5, "turns": []}`, 0, []string{"model: expected string", ":1:11:"}},
+		{"empty", ``, 0, []string{"empty file"}},
+		{"trailing", `{"turns": [{"content": "a"}]} {}`, 0, []string{"unexpected data"}},
+		{"cut short", `{"turns": [{"content": "a"}`, 0, []string{"unexpected end"}},
+		{"not object", `[1]`, 0, []string{"a script is a JSON object"}},
+		{"bad error", `{"turns": [{"error": {"message": "x"}}]}`, 1, []string{`"status"`}},
+		{"times without answer", `{"turns": [{"error": {"status": 500, "times": 1}}]}`, 1, []string{`"times" needs`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			path := writeScript(t, c.text)
-			_, err := NewScript(path)
+			s, err := NewScript(path)
+			if c.turn > 0 {
+				if err != nil {
+					t.Fatalf("NewScript: %v (the turn is checked when reached)", err)
+				}
+				err = playUntilError(t, s, c.turn)
+			}
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -214,6 +229,80 @@ func TestScriptBadFiles(t *testing.T) {
 	_, err := NewScript(filepath.Join(t.TempDir(), "missing.json"))
 	if err == nil || !os.IsNotExist(unwrapAll(err)) {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// playUntilError asks s for turns 1..turn in order, as a conversation
+// would, and returns the error of turn turn (failing the test if an
+// earlier turn fails or the turn answers). The error must be the
+// non-transient script_invalid, the same when asked again.
+func playUntilError(t *testing.T, s *Script, turn int) error {
+	t.Helper()
+	var msgs []state.Message
+	for i := 1; i <= turn; i++ {
+		r, err := s.Complete(context.Background(), Request{Messages: msgs}, nil)
+		if i < turn {
+			if err != nil {
+				t.Fatalf("turn %d: %v", i, err)
+			}
+			msgs = append(msgs, state.Message{Role: state.RoleUser, Content: "go"}, r.Message)
+			continue
+		}
+		if err == nil {
+			t.Fatalf("turn %d answered %+v", i, r.Message)
+		}
+		pe, ok := AsError(err)
+		if !ok || pe.Kind != KindScriptInvalid || pe.Transient {
+			t.Fatalf("turn %d: error %v is not a permanent %s", i, err, KindScriptInvalid)
+		}
+		if _, again := s.Complete(context.Background(), Request{Messages: msgs}, nil); again == nil || again.Error() != err.Error() {
+			t.Fatalf("turn %d asked again: %v, want %v", i, again, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// TestScriptLongFileLateBadTurn: in a long script, a wrong turn near the
+// end does not stop the file from loading; the run's turns answer up to
+// it, and the request that reaches it fails naming the file, line, column
+// and turn. A syntax error anywhere is still found when the file is read.
+func TestScriptLongFileLateBadTurn(t *testing.T) {
+	const n = 2000
+	var b strings.Builder
+	b.WriteString("{\"turns\": [\n")
+	for i := 1; i <= n; i++ {
+		switch i {
+		case n - 1:
+			b.WriteString(`  {"tool_calls": [{"name": "add", "argument": {}}]},` + "\n")
+		case n:
+			b.WriteString(`  {"content": "done"}` + "\n")
+		default:
+			fmt.Fprintf(&b, "  {\"tool_calls\": [{\"name\": \"add\", \"arguments\": {\"a\": %d}}]},\n", i)
+		}
+	}
+	b.WriteString("]}\n")
+	path := writeScript(t, b.String())
+	s, err := NewScript(path)
+	if err != nil {
+		t.Fatalf("NewScript: %v", err)
+	}
+	if s.Turns() != n {
+		t.Fatalf("turns = %d, want %d", s.Turns(), n)
+	}
+	err = playUntilError(t, s, n-1)
+	// Line 1 is the opening, so turn k is on line k+1; the unknown
+	// field "argument" starts at column 35 of its line.
+	for _, w := range []string{path + ":2000:35:", "turn 1999", `unknown field "argument"`} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+
+	broken := strings.Replace(b.String(), `{"content": "done"}`, `{"content": "done",}`, 1)
+	_, err = NewScript(writeScript(t, broken))
+	if err == nil || !strings.Contains(err.Error(), ":2001:") || !strings.Contains(err.Error(), "invalid character") {
+		t.Fatalf("a syntax error in the last turn: %v", err)
 	}
 }
 
