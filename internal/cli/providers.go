@@ -35,7 +35,12 @@ func resolveProvider(e *env, f *agentFlags, prog *ir.Program, agent *ir.Agent, s
 		if path == "" {
 			return nil, fmt.Errorf("--provider script:PATH needs the path of a script file")
 		}
-		s, err := provider.NewScript(path)
+		check := provider.CheckEveryTurn
+		if f.resume != "" {
+			// the turns before the run's next request have answered already
+			check = provider.CheckFromFirstRequest
+		}
+		s, err := provider.NewScript(path, check)
 		if err != nil {
 			return nil, err
 		}

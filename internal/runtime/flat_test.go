@@ -42,7 +42,7 @@ func BenchmarkFlat(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p, err := provider.NewScript(script)
+		p, err := provider.NewScript(script, provider.CheckEveryTurn)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,6 +122,13 @@ func (s *SQLite) Load(ctx context.Context, id string) (*state.RunState, error) {
 	return s.readRun(ctx, id, func(tx *sql.Tx) (*state.RunState, error) { return loadRun(ctx, tx, id) })
 }
 
+// LoadForDrive reads run id as Load does, with provider items that carry
+// only their Seq (state.DriveLoader): their seqs come from the primary
+// key's index alone, so a third of a long run's pages are never read.
+func (s *SQLite) LoadForDrive(ctx context.Context, id string) (*state.RunState, error) {
+	return s.readRun(ctx, id, func(tx *sql.Tx) (*state.RunState, error) { return loadRunRows(ctx, tx, id, 0, true) })
+}
+
 // LoadTail reads run id as Load does, with only the last n messages,
 // provider items and journal entries and every journal entry that is not
 // completed (state.TailLoader), in one read transaction; n <= 0 is Load.
@@ -170,7 +179,7 @@ func (s *SQLite) readRun(ctx context.Context, id string, load func(*sql.Tx) (*st
 }
 
 func loadRun(ctx context.Context, q querier, id string) (*state.RunState, error) {
-	return loadRunTail(ctx, q, id, 0)
+	return loadRunRows(ctx, q, id, 0, false)
 }
 
 // LoadHeader reads run id's header alone, with its holder, and none of
@@ -222,8 +231,13 @@ const (
 	messagesTail = `SELECT seq, body FROM (SELECT seq, body FROM messages WHERE run_id = ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq`
 	itemsAll     = `SELECT seq, body FROM provider_items WHERE run_id = ?1 ORDER BY seq`
 	itemsTail    = `SELECT seq, body FROM (SELECT seq, body FROM provider_items WHERE run_id = ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq`
-	journalAll   = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 ORDER BY seq, call_id`
-	journalTail  = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 AND (call_id IN (SELECT call_id FROM journal WHERE run_id = ?1 ORDER BY seq DESC, call_id DESC LIMIT ?2) OR json_extract(body, '$.stage') <> 'completed') ORDER BY seq, call_id`
+	// The journal is read in seq order alone, which its index on
+	// (run_id, seq) gives without sorting the bodies; sortJournal puts
+	// entries of one seq (none in a run the runtime wrote) in call id
+	// order afterwards.
+	journalAll  = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 ORDER BY seq`
+	itemSeqs    = `SELECT seq FROM provider_items WHERE run_id = ?1 ORDER BY seq`
+	journalTail = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 AND (call_id IN (SELECT call_id FROM journal WHERE run_id = ?1 ORDER BY seq DESC, call_id DESC LIMIT ?2) OR json_extract(body, '$.stage') <> 'completed') ORDER BY seq, call_id`
 	// rowCounts estimates the rows of each child table from the largest
 	// seq, for the capacity of the slices (a hint: a gap only wastes).
 	rowCounts = `SELECT (SELECT coalesce(max(seq) + 1, 0) FROM messages WHERE run_id = ?1),
@@ -233,6 +247,12 @@ const (
 
 // loadRunTail reads a run, with only the tail of its rows when tail > 0.
 func loadRunTail(ctx context.Context, q querier, id string, tail int) (*state.RunState, error) {
+	return loadRunRows(ctx, q, id, tail, false)
+}
+
+// loadRunRows reads a run, with only the tail of its rows when tail > 0
+// and with provider items reduced to their seqs when seqsOnly.
+func loadRunRows(ctx context.Context, q querier, id string, tail int, seqsOnly bool) (*state.RunState, error) {
 	st, err := loadHeader(ctx, q, id)
 	if err != nil {
 		return nil, err
@@ -269,12 +289,18 @@ func loadRunTail(ctx context.Context, q querier, id string, tail int) (*state.Ru
 	if err != nil {
 		return nil, err
 	}
-	err = eachRow(ctx, q, iq, args,
-		func(seq int, _ string, body []byte) error {
-			it, err := runrow.ProviderItem(seq, body)
-			st.ProviderItems = append(st.ProviderItems, it)
-			return err
+	if seqsOnly {
+		err = eachSeq(ctx, q, itemSeqs, args, func(seq int) {
+			st.ProviderItems = append(st.ProviderItems, state.ProviderItem{Seq: seq})
 		})
+	} else {
+		err = eachRow(ctx, q, iq, args,
+			func(seq int, _ string, body []byte) error {
+				it, err := runrow.ProviderItem(seq, body)
+				st.ProviderItems = append(st.ProviderItems, it)
+				return err
+			})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +313,42 @@ func loadRunTail(ctx context.Context, q querier, id string, tail int) (*state.Ru
 	if err != nil {
 		return nil, err
 	}
+	sortJournal(st.Journal)
 	return st, nil
+}
+
+// sortJournal orders entries of equal seq by call id, the journal's order
+// (the queries order by seq alone). It leaves a journal already in order,
+// as every journal the runtime writes is, without sorting.
+func sortJournal(j []state.JournalEntry) {
+	for i := 1; i < len(j); i++ {
+		if j[i].Seq < j[i-1].Seq || j[i].Seq == j[i-1].Seq && j[i].CallID < j[i-1].CallID {
+			slices.SortStableFunc(j, func(a, b state.JournalEntry) int {
+				return cmp.Or(cmp.Compare(a.Seq, b.Seq), strings.Compare(a.CallID, b.CallID))
+			})
+			return
+		}
+	}
+}
+
+// eachSeq runs a query whose one column is seq.
+func eachSeq(ctx context.Context, q querier, query string, args []any, fn func(seq int)) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return dbErr(ctx, err)
+	}
+	defer rows.Close()
+	var seq int
+	for rows.Next() {
+		if err := rows.Scan(&seq); err != nil {
+			return dbErr(ctx, err)
+		}
+		fn(seq)
+	}
+	if err := rows.Err(); err != nil {
+		return dbErr(ctx, err)
+	}
+	return nil
 }
 
 // eachRow runs a child-table query whose columns are seq, [call_id,] body.

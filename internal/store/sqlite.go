@@ -213,6 +213,15 @@ func (s *SQLite) init(ctx context.Context) error {
 	return migrate(ctx, s.db, migrations)
 }
 
+// cachePages is each connection's page cache, in pages. SQLite's default
+// (2 MB) is grown page by page as a read goes, and in a fresh process each
+// new page is fresh memory the kernel must fault in: reading a 3 MB run
+// through it cost more than reading the file. A read of a run is one pass
+// in key order and a save touches a few dozen pages (the b-trees' upper
+// levels, the leaves it appends to), so a small cache keeps what is reused
+// and recycles the rest (docs/benchmarks.md, "Resume").
+const cachePages = 128
+
 // dsn is the connection string: a file: URI, so that any character of the
 // path is escaped, with the pragmas every pooled connection runs when it is
 // opened and BEGIN IMMEDIATE for every read-write transaction.
@@ -222,6 +231,7 @@ func dsn(abs string, o options) string {
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(o.busyTimeout.Milliseconds(), 10)+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "cache_size("+strconv.Itoa(cachePages)+")")
 	q.Set("_txlock", "immediate")
 	// url.URL would render file:///abs; SQLite accepts both, keep it short.
 	return "file:" + u.EscapedPath() + "?" + q.Encode()

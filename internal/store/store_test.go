@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,8 +162,12 @@ func TestPragmasOnEveryConnection(t *testing.T) {
 		if err := c.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy); err != nil {
 			t.Fatal(err)
 		}
-		if mode != "wal" || sync != 2 || fk != 1 || busy != 5000 {
-			t.Errorf("conn %d: journal_mode=%s synchronous=%d foreign_keys=%d busy_timeout=%d", i, mode, sync, fk, busy)
+		var cache int
+		if err := c.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&cache); err != nil {
+			t.Fatal(err)
+		}
+		if mode != "wal" || sync != 2 || fk != 1 || busy != 5000 || cache != cachePages {
+			t.Errorf("conn %d: journal_mode=%s synchronous=%d foreign_keys=%d busy_timeout=%d cache_size=%d", i, mode, sync, fk, busy, cache)
 		}
 	}
 	// A write transaction holds the write lock from BEGIN (IMMEDIATE), not
@@ -1045,5 +1050,64 @@ func TestStatementsArePreparedByTheFirstWrite(t *testing.T) {
 	defer s2.Close()
 	if got := mustLoad(t, s2, "r1"); len(got.Messages) != 2 || len(got.Journal) != 1 {
 		t.Fatalf("reopened: %d messages, %d journal entries", len(got.Messages), len(got.Journal))
+	}
+}
+
+// LoadForDrive gives what Load gives, except that provider items carry
+// only their seq; a missing run is state.ErrNotFound.
+func TestLoadForDriveLeavesOutItemBodies(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	st := newRun("drive", 6, 3)
+	for i := 0; i < 3; i++ {
+		st.ProviderItems = append(st.ProviderItems, state.ProviderItem{Seq: i, Raw: json.RawMessage(fmt.Sprintf(`{"reply":%d}`, i)),
+			Usage: state.Usage{InputTokens: i + 1, ProviderRequests: 1}, CreatedAt: st.CreatedAt})
+	}
+	if err := s.Create(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	whole := mustLoad(t, s, "drive")
+	d, err := s.LoadForDrive(ctx, "drive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.ProviderItems) != 3 {
+		t.Fatalf("drive load has %d provider items, want 3", len(d.ProviderItems))
+	}
+	for i, it := range d.ProviderItems {
+		if it.Seq != i || it.Raw != nil || it.Usage != (state.Usage{}) || !it.CreatedAt.IsZero() {
+			t.Errorf("item %d = %+v, want only seq %d", i, it, i)
+		}
+		whole.ProviderItems[i] = state.ProviderItem{Seq: i}
+	}
+	if got, want := mustJSON(t, d), mustJSON(t, whole); got != want {
+		t.Fatalf("drive load\n%s\nwant the whole load with bare items\n%s", got, want)
+	}
+	if _, err := s.LoadForDrive(ctx, "nope"); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("missing run: %v, want ErrNotFound", err)
+	}
+}
+
+// Journal entries that share a seq (an imported run may have them) load
+// in call id order, whatever order they were written in.
+func TestJournalEntriesOfOneSeqInCallIDOrder(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	st := newRun("ties", 1, 0)
+	for _, c := range []struct {
+		id  string
+		seq int
+	}{{"c-z", 0}, {"c-b", 1}, {"c-a", 1}, {"c-y", 2}, {"c-m", 1}} {
+		st.Journal = append(st.Journal, entry(c.id, c.seq, 1))
+	}
+	if err := s.Create(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range mustLoad(t, s, "ties").Journal {
+		got = append(got, fmt.Sprintf("%d/%s", e.Seq, e.CallID))
+	}
+	if want := "0/c-z 1/c-a 1/c-b 1/c-m 2/c-y"; strings.Join(got, " ") != want {
+		t.Fatalf("journal order %v, want %s", got, want)
 	}
 }

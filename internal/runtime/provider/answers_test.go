@@ -321,7 +321,7 @@ func TestAnthropicBadReplies(t *testing.T) {
 
 func TestScriptBadReplies(t *testing.T) {
 	path := writeScript(t, `{"turns": [{"content": " \n", "finish_reason": "stop"}]}`)
-	s, err := NewScript(path)
+	s, err := NewScript(path, CheckEveryTurn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestScriptBadReplies(t *testing.T) {
 		t.Fatalf("empty turn: err = %v", err)
 	}
 	path = writeScript(t, `{"turns": [{"content": "x", "finish_reason": "tool_calls"}]}`)
-	if s, err = NewScript(path); err != nil {
+	if s, err = NewScript(path, CheckEveryTurn); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.Complete(context.Background(), userOnly(false), nil)

@@ -16,7 +16,11 @@ const (
 	KindInvalidRequest  = "invalid_request"
 	KindStreamCut       = "stream_cut"
 	KindScriptExhausted = "script_exhausted"
-	KindMalformedReply  = "malformed_reply"
+	// KindScriptInvalid is a script turn that is wrong (an unknown
+	// field, a value of the wrong type, a turn that says nothing),
+	// found when a request first reaches it. It is not transient.
+	KindScriptInvalid  = "script_invalid"
+	KindMalformedReply = "malformed_reply"
 	// KindBadReply is a reply in the protocol's shape that breaks its
 	// rules or says nothing (no message, calls that are not a list, a
 	// tool_calls finish without calls, an empty answer, impossible token

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/nexa-run/nexa/internal/runtime/state"
 )
 
@@ -62,12 +64,26 @@ type Script struct {
 	path  string
 	model string
 	sum   string
-	turns []scriptTurn
+	// data is the file; spans locate each turn's object in it. A turn is
+	// decoded and checked the first time a request reaches it (turns),
+	// so that a resume at turn 2,000 does not decode the 1,999 turns
+	// before it (docs/providers.md, "Errors in the file").
+	data  []byte
+	spans []turnSpan
 
 	mu       sync.Mutex
-	failures map[int]int // turn index → error replies given so far
+	turns    map[int]*scriptTurn // decoded turns, by index
+	bad      map[int]error       // turns that failed to decode or check
+	failures map[int]int         // turn index → error replies given so far
 	seen     seenPrefix
+	// check runs once, for the turns a run can still reach (see
+	// ScriptCheck); checkErr is the first wrong one's error.
+	check    sync.Once
+	checkErr *Error
 }
+
+// turnSpan is where one turn's JSON object lies in the file.
+type turnSpan struct{ start, end int64 }
 
 // seenPrefix is what Complete counted in the conversation of its last
 // request: a run's next request is the same conversation with a few
@@ -112,12 +128,6 @@ func sameMessage(a, b state.Message) bool {
 	return a.Seq == b.Seq && a.Role == b.Role && a.Content == b.Content && len(a.ToolCalls) == len(b.ToolCalls) && messageBytes(a) == messageBytes(b)
 }
 
-// scriptFile is the JSON shape of a script file.
-type scriptFile struct {
-	Model string            `json:"model"`
-	Turns []json.RawMessage `json:"turns"`
-}
-
 // scriptTurn is one parsed turn, ready to answer.
 type scriptTurn struct {
 	Content      string           `json:"content"`
@@ -152,11 +162,31 @@ type scriptError struct {
 	Times      int     `json:"times"`
 }
 
-// NewScript reads and checks a script file. Every problem with the file
-// (missing, not JSON, an unknown field, a turn that says nothing) is
-// reported here with the file's path and, where known, the line and column,
-// so that a broken script fails before a run is created.
-func NewScript(path string) (*Script, error) {
+// ScriptCheck says when a script's turns are decoded and checked.
+type ScriptCheck int
+
+const (
+	// CheckEveryTurn checks every turn when the script is read, so that
+	// a script with a wrong turn anywhere fails before a run is created
+	// and before any tool runs: what a new run wants.
+	CheckEveryTurn ScriptCheck = iota
+	// CheckFromFirstRequest checks, on the first request, that turn and
+	// every turn after it, and nothing before. A resume continues a run
+	// whose earlier turns have already answered (and were checked when
+	// they did), so a resume at turn 2,000 does not decode 1,999 turns it
+	// will never use, and a wrong turn still fails before the resumed run
+	// executes anything.
+	CheckFromFirstRequest
+)
+
+// NewScript reads a script file and checks its shape: JSON syntax
+// anywhere in the file, the top-level fields, and that "turns" is an array
+// of objects. Those problems are reported here, with the file's path and
+// the line and column, so that a file that is not a script fails before a
+// run is created. What a turn says (its fields, their types, a turn that
+// says nothing) is checked as check says, and reported with the same kind
+// of position.
+func NewScript(path string, check ScriptCheck) (*Script, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read script: %w", err)
@@ -165,52 +195,206 @@ func NewScript(path string) (*Script, error) {
 	if err != nil {
 		return nil, err
 	}
+	if check == CheckEveryTurn {
+		if err := s.checkFrom(0); err != nil {
+			return nil, errors.New(err.Message)
+		}
+		s.check.Do(func() {})
+	}
 	return s, nil
 }
 
-// parseScript checks and resolves the bytes of a script file.
+// checkFrom decodes and checks turn i and every turn after it, and
+// returns the first wrong one's error.
+func (s *Script) checkFrom(i int) *Error {
+	for ; i < len(s.spans); i++ {
+		if _, err := s.turn(i); err != nil {
+			e, _ := AsError(err)
+			return e
+		}
+	}
+	return nil
+}
+
+// checkOnce checks, on the first request, turn idx and every turn after
+// it (CheckFromFirstRequest); later requests get the same answer.
+func (s *Script) checkOnce(idx int) error {
+	s.check.Do(func() { s.checkErr = s.checkFrom(idx) })
+	if s.checkErr != nil {
+		return s.checkErr
+	}
+	return nil
+}
+
+// topFields lists the fields of a script file, for messages.
+const topFields = "known: model, turns; in a turn: content, tool_calls, usage, finish_reason, error; in a tool call: id, name, arguments"
+
+// parseScript checks the shape of a script file and locates its turns in
+// one pass over the bytes, without decoding the turns.
 func parseScript(path string, data []byte) (*Script, error) {
 	sum := sha256.Sum256(data)
 	s := &Script{
 		path:     path,
 		sum:      "sha256:" + hex.EncodeToString(sum[:]),
+		data:     data,
+		turns:    map[int]*scriptTurn{},
+		bad:      map[int]error{},
 		failures: map[int]int{},
 	}
-	var f scriptFile
-	if err := decodeStrict(data, 0, &f); err != nil {
-		return nil, scriptErr(path, data, err)
+	fail := func(off int64, err error) (*Script, error) {
+		return nil, scriptErr(path, data, &posError{off: off, err: err})
 	}
-	if f.Turns == nil {
+	// Duplicate names and bytes that are not UTF-8 are left to the
+	// decoding of each turn, which accepts them as it always did.
+	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	syntax := func(err error) (*Script, error) {
+		var se *jsontext.SyntacticError
+		switch {
+		case errors.As(err, &se) && errors.Is(se.Err, io.ErrUnexpectedEOF):
+			return fail(int64(len(data)), errors.New("unexpected end of JSON"))
+		case errors.As(err, &se):
+			return fail(se.ByteOffset, se.Err)
+		case errors.Is(err, io.EOF) && dec.InputOffset() == 0:
+			return fail(0, errors.New("empty file; a script is {\"model\": ..., \"turns\": [...]}"))
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return fail(int64(len(data)), errors.New("unexpected end of JSON"))
+		}
+		return nil, fmt.Errorf("script %s: %w", path, err)
+	}
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return syntax(err)
+	}
+	if tok.Kind() != '{' {
+		return fail(nextValue(data, 0), errors.New("a script is a JSON object: {\"model\": ..., \"turns\": [...]}"))
+	}
+	seenTurns := false
+	for dec.PeekKind() != '}' {
+		keyOff := nextValue(data, dec.InputOffset())
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return syntax(err)
+		}
+		name := tok.String()
+		valOff := nextValue(data, dec.InputOffset())
+		switch name {
+		case "model":
+			v, err := dec.ReadValue()
+			if err != nil {
+				return syntax(err)
+			}
+			if v.Kind() != '"' {
+				return fail(valOff, fmt.Errorf("model: expected string, found JSON %s", kindName(v.Kind())))
+			}
+			if err := json.Unmarshal(v, &s.model); err != nil {
+				return fail(valOff, fmt.Errorf("model: %w", err))
+			}
+		case "turns":
+			if dec.PeekKind() == 'n' {
+				if _, err := dec.ReadToken(); err != nil {
+					return syntax(err)
+				}
+				continue
+			}
+			if k := dec.PeekKind(); k != '[' {
+				if k == 0 { // a syntax error: let the read name it
+					_, err := dec.ReadValue()
+					return syntax(err)
+				}
+				return fail(valOff, fmt.Errorf("turns: expected array, found JSON %s", kindName(k)))
+			}
+			seenTurns = true
+			if _, err := dec.ReadToken(); err != nil {
+				return syntax(err)
+			}
+			s.spans = s.spans[:0]
+			for dec.PeekKind() != ']' {
+				off := nextValue(data, dec.InputOffset())
+				v, err := dec.ReadValue()
+				if err != nil {
+					return syntax(err)
+				}
+				if v.Kind() != '{' {
+					return fail(off, fmt.Errorf("turn %d: expected a JSON object, found JSON %s", len(s.spans)+1, kindName(v.Kind())))
+				}
+				s.spans = append(s.spans, turnSpan{start: off, end: off + int64(len(v))})
+			}
+			if _, err := dec.ReadToken(); err != nil {
+				return syntax(err)
+			}
+		default:
+			return fail(keyOff, fmt.Errorf("unknown field %q (%s)", name, topFields))
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil { // }
+		return syntax(err)
+	}
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
+		return fail(nextValue(data, dec.InputOffset()), errors.New("unexpected data after the script's JSON object"))
+	}
+	if !seenTurns {
 		return nil, fmt.Errorf("script %s: no \"turns\" array; a script is {\"model\": ..., \"turns\": [...]}", path)
 	}
-	s.model = f.Model
 	if s.model == "" {
 		s.model = DefaultScriptModel
 	}
-	s.turns = make([]scriptTurn, len(f.Turns))
-	for i, raw := range f.Turns {
-		t := &s.turns[i]
-		err := decodeStrict(raw, 0, t)
-		if err == nil {
-			if err = t.resolve(i); err == nil {
-				continue
-			}
-		}
-		// Where the turn starts in the file, for the message: found only
-		// for a turn that is wrong (a third pass over a long script
-		// otherwise costs more than decoding it).
-		base := int64(0)
-		if offsets, oerr := turnOffsets(data); oerr == nil && i < len(offsets) {
-			base = offsets[i]
-		}
-		var pe *posError
-		if errors.As(err, &pe) {
-			pe.off += base
-			return nil, scriptErr(path, data, fmt.Errorf("turn %d: %w", i+1, err))
-		}
-		return nil, fmt.Errorf("script %s:%s: turn %d: %w", path, lineCol(data, base), i+1, err)
-	}
 	return s, nil
+}
+
+// nextValue skips the white space and separators from off to where the
+// next token of data starts.
+func nextValue(data []byte, off int64) int64 {
+	for off < int64(len(data)) && strings.IndexByte(" \t\r\n,:", data[off]) >= 0 {
+		off++
+	}
+	return off
+}
+
+// kindName names a JSON kind as encoding/json's messages do.
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	}
+	return "value"
+}
+
+// turn returns turn i (0-based), decoding and checking it the first time
+// it is asked for; a turn that is wrong fails the same way every time.
+func (s *Script) turn(i int) (*scriptTurn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.turns[i]; t != nil {
+		return t, nil
+	}
+	if err := s.bad[i]; err != nil {
+		return nil, err
+	}
+	sp := s.spans[i]
+	t := &scriptTurn{}
+	err := decodeStrict(s.data[sp.start:sp.end], sp.start, t)
+	if err == nil {
+		if err = t.resolve(i); err == nil {
+			s.turns[i] = t
+			return t, nil
+		}
+		err = fmt.Errorf("script %s:%s: turn %d: %w", s.path, lineCol(s.data, sp.start), i+1, err)
+	} else {
+		err = scriptErr(s.path, s.data, fmt.Errorf("turn %d: %w", i+1, err))
+	}
+	err = &Error{Kind: KindScriptInvalid, Message: err.Error()}
+	s.bad[i] = err
+	return nil, err
 }
 
 // resolve checks a turn and computes its tool calls.
@@ -317,7 +501,7 @@ func decodeStrict(data []byte, base int64, v any) error {
 func unknownFieldHint(err error) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return fmt.Errorf("unknown field %s (known: model, turns; in a turn: content, tool_calls, usage, finish_reason, error; in a tool call: id, name, arguments)", name)
+		return fmt.Errorf("unknown field %s (%s)", name, topFields)
 	}
 	return err
 }
@@ -363,48 +547,6 @@ func lineCol(data []byte, off int64) string {
 	return strconv.Itoa(line) + ":" + strconv.Itoa(col)
 }
 
-// turnOffsets finds the byte offset of each element of the top-level
-// "turns" array, so that errors inside a turn can name a line.
-func turnOffsets(data []byte) ([]int64, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil { // {
-		return nil, err
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, _ := tok.(string)
-		if key != "turns" {
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if _, err := dec.Token(); err != nil { // [
-			return nil, err
-		}
-		var offs []int64
-		for dec.More() {
-			// InputOffset is just past the previous token; skip the
-			// separator and spaces to land on the element itself.
-			off := dec.InputOffset()
-			for off < int64(len(data)) && strings.ContainsRune(" \t\r\n,", rune(data[off])) {
-				off++
-			}
-			offs = append(offs, off)
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return nil, err
-			}
-		}
-		return offs, nil
-	}
-	return nil, nil
-}
-
 // Identity names the script by kind, model and the sha256 of the file, so a
 // run never resumes against an edited script.
 func (s *Script) Identity() state.ProviderIdentity {
@@ -413,7 +555,7 @@ func (s *Script) Identity() state.ProviderIdentity {
 
 // Turns reports how many turns the script has; tests and the CLI use it to
 // describe a script.
-func (s *Script) Turns() int { return len(s.turns) }
+func (s *Script) Turns() int { return len(s.spans) }
 
 // Complete answers with the turn selected by the number of assistant
 // messages in the request. It never touches the network; when req.Stream is
@@ -424,14 +566,20 @@ func (s *Script) Complete(ctx context.Context, req Request, progress func(Event)
 		return Reply{}, fmt.Errorf("script provider: %w", err)
 	}
 	idx, inBytes := s.count(req.Messages)
-	if idx >= len(s.turns) {
+	if idx >= len(s.spans) {
 		return Reply{}, &Error{
 			Kind: KindScriptExhausted,
 			Message: fmt.Sprintf("script %s has %d turn(s) and the conversation already has %d assistant message(s), so there is no turn %d to answer with; add turns to the script",
-				s.path, len(s.turns), idx, idx+1),
+				s.path, len(s.spans), idx, idx+1),
 		}
 	}
-	t := &s.turns[idx]
+	if err := s.checkOnce(idx); err != nil {
+		return Reply{}, err
+	}
+	t, err := s.turn(idx)
+	if err != nil {
+		return Reply{}, err
+	}
 	if t.Error != nil {
 		if err := s.fail(idx, t.Error); err != nil {
 			return Reply{}, err

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +38,7 @@ const reviewScript = `{
 
 func TestScriptTurnsFollowAssistantCount(t *testing.T) {
 	path := writeScript(t, reviewScript)
-	s, err := NewScript(path)
+	s, err := NewScript(path, CheckEveryTurn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestScriptTurnsFollowAssistantCount(t *testing.T) {
 
 func TestScriptIdentity(t *testing.T) {
 	path := writeScript(t, reviewScript)
-	s, err := NewScript(path)
+	s, err := NewScript(path, CheckEveryTurn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestScriptIdentity(t *testing.T) {
 	if s.Turns() != 3 {
 		t.Errorf("turns = %d", s.Turns())
 	}
-	s2, err := NewScript(writeScript(t, `{"turns": [{"content": "hi"}]}`))
+	s2, err := NewScript(writeScript(t, `{"turns": [{"content": "hi"}]}`), CheckEveryTurn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestScriptErrorTurns(t *testing.T) {
 	s, err := NewScript(writeScript(t, `{"turns": [
   {"error": {"status": 503, "message": "overloaded", "times": 2, "retry_after": 1.5}, "content": "recovered"},
   {"error": {"status": 400, "message": "bad request"}}
-]}`))
+]}`), CheckEveryTurn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,48 +173,164 @@ func TestScriptErrorTurns(t *testing.T) {
 	}
 }
 
+// TestScriptBadFiles: a file that is not a script fails in NewScript; a
+// turn that is wrong fails the request that reaches it (turn > 0), with
+// the same position and words, and the turns before it answer.
 func TestScriptBadFiles(t *testing.T) {
 	cases := []struct {
 		name, text string
+		turn       int // 0: NewScript fails; n: the request for turn n fails
 		want       []string
 	}{
-		{"syntax", "{\n  \"turns\": [\n    {\"content\": \"a\",}\n  ]\n}", []string{":3:", "invalid character"}},
-		{"unknown top", `{"modle": "x", "turns": []}`, []string{`unknown field "modle"`, ":1:"}},
-		{"unknown turn field", "{\"turns\": [\n  {\"content\": \"a\"},\n  {\"contnet\": \"b\"}\n]}", []string{":3:4:", "turn 2", `unknown field "contnet"`}},
-		{"unknown call field", `{"turns": [{"tool_calls": [{"name": "a", "args": {}}]}]}`, []string{"turn 1", `unknown field "args"`}},
-		{"wrong type", "{\"turns\": [\n {\"content\": 5}\n]}", []string{"turn 1", "content", ":2:"}},
-		{"empty turn", `{"turns": [{"content": "ok"}, {}]}`, []string{"turn 2", "says nothing"}},
-		{"empty turn, placed", "{\"turns\": [\n {\"content\": \"ok\"},\n  {}\n]}", []string{":3:3:", "turn 2", "says nothing"}},
-		{"nameless call", `{"turns": [{"tool_calls": [{"id": "x"}]}]}`, []string{"turn 1", `no "name"`}},
-		{"dup ids", `{"turns": [{"tool_calls": [{"id": "x", "name": "a"}, {"id": "x", "name": "b"}]}]}`, []string{`"x" is used twice`}},
-		{"no turns", `{"model": "m"}`, []string{`no "turns"`}},
-		{"empty", ``, []string{"empty file"}},
-		{"trailing", `{"turns": [{"content": "a"}]} {}`, []string{"unexpected data"}},
-		{"not object", `[1]`, []string{"expected"}},
-		{"bad error", `{"turns": [{"error": {"message": "x"}}]}`, []string{`"status"`}},
-		{"times without answer", `{"turns": [{"error": {"status": 500, "times": 1}}]}`, []string{`"times" needs`}},
+		{"syntax", "{\n  \"turns\": [\n    {\"content\": \"a\",}\n  ]\n}", 0, []string{":3:", "invalid character"}},
+		{"unknown top", `{"modle": "x", "turns": []}`, 0, []string{`unknown field "modle"`, ":1:"}},
+		{"unknown turn field", "{\"turns\": [\n  {\"content\": \"a\"},\n  {\"contnet\": \"b\"}\n]}", 2, []string{":3:4:", "turn 2", `unknown field "contnet"`}},
+		{"unknown call field", `{"turns": [{"tool_calls": [{"name": "a", "args": {}}]}]}`, 1, []string{"turn 1", `unknown field "args"`}},
+		{"wrong type", "{\"turns\": [\n {\"content\": 5}\n]}", 1, []string{"turn 1", "content", ":2:"}},
+		{"empty turn", `{"turns": [{"content": "ok"}, {}]}`, 2, []string{"turn 2", "says nothing"}},
+		{"empty turn, placed", "{\"turns\": [\n {\"content\": \"ok\"},\n  {}\n]}", 2, []string{":3:3:", "turn 2", "says nothing"}},
+		{"nameless call", `{"turns": [{"tool_calls": [{"id": "x"}]}]}`, 1, []string{"turn 1", `no "name"`}},
+		{"dup ids", `{"turns": [{"tool_calls": [{"id": "x", "name": "a"}, {"id": "x", "name": "b"}]}]}`, 1, []string{`"x" is used twice`}},
+		{"no turns", `{"model": "m"}`, 0, []string{`no "turns"`}},
+		{"turns not a list", `{"turns": {"content": "a"}}`, 0, []string{"turns: expected array", ":1:11:"}},
+		{"turn not an object", "{\"turns\": [\n {\"content\": \"a\"},\n \"b\"\n]}", 0, []string{"turn 2: expected a JSON object", ":3:2:"}},
+		{"model not a string", `{"model": 5, "turns": []}`, 0, []string{"model: expected string", ":1:11:"}},
+		{"empty", ``, 0, []string{"empty file"}},
+		{"trailing", `{"turns": [{"content": "a"}]} {}`, 0, []string{"unexpected data"}},
+		{"cut short", `{"turns": [{"content": "a"}`, 0, []string{"unexpected end"}},
+		{"not object", `[1]`, 0, []string{"a script is a JSON object"}},
+		{"bad error", `{"turns": [{"error": {"message": "x"}}]}`, 1, []string{`"status"`}},
+		{"times without answer", `{"turns": [{"error": {"status": 500, "times": 1}}]}`, 1, []string{`"times" needs`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			path := writeScript(t, c.text)
-			_, err := NewScript(path)
-			if err == nil {
-				t.Fatal("no error")
-			}
-			msg := err.Error()
-			if !strings.Contains(msg, path) {
-				t.Errorf("error %q does not name the file", msg)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("error %q lacks %q", msg, w)
+			check := func(err error) {
+				t.Helper()
+				if err == nil {
+					t.Fatal("no error")
+				}
+				msg := err.Error()
+				if !strings.Contains(msg, path) {
+					t.Errorf("error %q does not name the file", msg)
+				}
+				for _, w := range c.want {
+					if !strings.Contains(msg, w) {
+						t.Errorf("error %q lacks %q", msg, w)
+					}
 				}
 			}
+			// A new run: every problem is found when the file is read.
+			_, err := NewScript(path, CheckEveryTurn)
+			check(err)
+			if c.turn == 0 {
+				_, err = NewScript(path, CheckFromFirstRequest)
+				check(err)
+				return
+			}
+			// A resume whose next turn is the wrong one: the file loads,
+			// the first request fails with the same words.
+			s, err := NewScript(path, CheckFromFirstRequest)
+			if err != nil {
+				t.Fatalf("NewScript for a resume: %v (turns are checked on the first request)", err)
+			}
+			check(firstRequestAt(t, s, c.turn))
 		})
 	}
-	_, err := NewScript(filepath.Join(t.TempDir(), "missing.json"))
+	_, err := NewScript(filepath.Join(t.TempDir(), "missing.json"), CheckEveryTurn)
 	if err == nil || !os.IsNotExist(unwrapAll(err)) {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// firstRequestAt sends s, as its first request, a conversation whose next
+// turn is turn (1-based), as a resumed run would, and returns its error
+// (failing the test if it answers). The error must be the non-transient
+// script_invalid, the same when asked again.
+func firstRequestAt(t *testing.T, s *Script, turn int) error {
+	t.Helper()
+	msgs := []state.Message{{Role: state.RoleUser, Content: "go"}}
+	for i := 1; i < turn; i++ {
+		msgs = append(msgs, state.Message{Role: state.RoleAssistant, Content: "earlier"}, state.Message{Role: state.RoleUser, Content: "go"})
+	}
+	r, err := s.Complete(context.Background(), Request{Messages: msgs}, nil)
+	if err == nil {
+		t.Fatalf("turn %d answered %+v", turn, r.Message)
+	}
+	pe, ok := AsError(err)
+	if !ok || pe.Kind != KindScriptInvalid || pe.Transient {
+		t.Fatalf("turn %d: error %v is not a permanent %s", turn, err, KindScriptInvalid)
+	}
+	if _, again := s.Complete(context.Background(), Request{Messages: msgs}, nil); again == nil || again.Error() != err.Error() {
+		t.Fatalf("turn %d asked again: %v, want %v", turn, again, err)
+	}
+	return err
+}
+
+// TestScriptLongFileLateBadTurn: in a long script with a wrong turn near
+// the end, a new run fails when the file is read, before any turn answers;
+// a resume from a turn before the wrong one fails on its first request,
+// before the resumed run does anything; a resume after it answers, since
+// the turns before it are never decoded. Each error names the file, line,
+// column and turn, and a syntax error anywhere is found when the file is
+// read.
+func TestScriptLongFileLateBadTurn(t *testing.T) {
+	const n = 2000
+	var b strings.Builder
+	b.WriteString("{\"turns\": [\n")
+	for i := 1; i <= n; i++ {
+		switch i {
+		case n - 1:
+			b.WriteString(`  {"tool_calls": [{"name": "add", "argument": {}}]},` + "\n")
+		case n:
+			b.WriteString(`  {"content": "done"}` + "\n")
+		default:
+			fmt.Fprintf(&b, "  {\"tool_calls\": [{\"name\": \"add\", \"arguments\": {\"a\": %d}}]},\n", i)
+		}
+	}
+	b.WriteString("]}\n")
+	path := writeScript(t, b.String())
+	// Line 1 is the opening, so turn k is on line k+1; the unknown field
+	// "argument" starts at column 35 of its line.
+	want := []string{path + ":2000:35:", "turn 1999", `unknown field "argument"`}
+	hasAll := func(err error) {
+		t.Helper()
+		for _, w := range want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("error %v lacks %q", err, w)
+			}
+		}
+	}
+	_, err := NewScript(path, CheckEveryTurn)
+	hasAll(err)
+
+	s, err := NewScript(path, CheckFromFirstRequest)
+	if err != nil {
+		t.Fatalf("NewScript for a resume: %v", err)
+	}
+	if s.Turns() != n {
+		t.Fatalf("turns = %d, want %d", s.Turns(), n)
+	}
+	hasAll(firstRequestAt(t, s, 1500))
+
+	s, err = NewScript(path, CheckFromFirstRequest)
+	if err != nil {
+		t.Fatalf("NewScript for a resume: %v", err)
+	}
+	msgs := []state.Message{{Role: state.RoleUser, Content: "go"}}
+	for i := 1; i < n; i++ {
+		msgs = append(msgs, state.Message{Role: state.RoleAssistant, Content: "earlier"}, state.Message{Role: state.RoleUser, Content: "go"})
+	}
+	if r, err := s.Complete(context.Background(), Request{Messages: msgs}, nil); err != nil || r.Message.Content != "done" {
+		t.Fatalf("a resume after the wrong turn: %+v, %v", r.Message, err)
+	}
+
+	broken := strings.Replace(b.String(), `{"content": "done"}`, `{"content": "done",}`, 1)
+	for _, check := range []ScriptCheck{CheckEveryTurn, CheckFromFirstRequest} {
+		_, err = NewScript(writeScript(t, broken), check)
+		if err == nil || !strings.Contains(err.Error(), ":2001:") || !strings.Contains(err.Error(), "invalid character") {
+			t.Fatalf("a syntax error in the last turn: %v", err)
+		}
 	}
 }
 
@@ -232,7 +349,7 @@ func unwrapAll(err error) error {
 }
 
 func TestScriptCanceledContext(t *testing.T) {
-	s, err := NewScript(writeScript(t, `{"turns": [{"content": "a"}]}`))
+	s, err := NewScript(writeScript(t, `{"turns": [{"content": "a"}]}`), CheckEveryTurn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,12 +374,12 @@ func TestSplitWords(t *testing.T) {
 // conversation comes in between.
 func TestScriptUsageIncrementalMatchesFresh(t *testing.T) {
 	path := writeScript(t, `{"turns": [{"content": "a"}, {"content": "bb"}, {"content": "ccc"}, {"content": "dddd"}]}`)
-	s, err := NewScript(path)
+	s, err := NewScript(path, CheckEveryTurn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fresh := func(msgs []state.Message) state.Usage {
-		f, err := NewScript(path)
+		f, err := NewScript(path, CheckEveryTurn)
 		if err != nil {
 			t.Fatal(err)
 		}

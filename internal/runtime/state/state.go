@@ -386,3 +386,14 @@ type TailLoader interface {
 type HeaderLoader interface {
 	LoadHeader(ctx context.Context, id string) (*RunState, error)
 }
+
+// DriveLoader is a Store that can read a run for an executor that is
+// about to continue it, leaving out what a drive never reads: the bodies
+// of the provider items. A drive appends items after the stored ones and
+// needs only their number; no provider is sent them (a request carries
+// the messages), and they are kept for audit and export. LoadForDrive
+// returns what Load returns, except that each ProviderItem carries only
+// its Seq. A missing run is ErrNotFound.
+type DriveLoader interface {
+	LoadForDrive(ctx context.Context, id string) (*RunState, error)
+}

@@ -1,0 +1,57 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/nexa-run/nexa/internal/ir"
+	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/store"
+)
+
+// TestResumeKeepsProviderItems: a resume on the SQLite store loads the run
+// without the provider items' bodies (state.DriveLoader), yet the items it
+// appends follow the stored ones and the stored ones keep their bodies.
+func TestResumeKeepsProviderItems(t *testing.T) {
+	const rounds = 3
+	ctx := context.Background()
+	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "runs.sqlite3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	prog := confirmProgram()
+	r, err := runtime.NewRunner(runtime.Config{Program: prog, Agent: prog.Agents[0], Store: s, Provider: pausingProvider{rounds: rounds},
+		Executors: map[ir.BodyKind]runtime.Executor{ir.BodyPython: echoExec{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	workDir := t.TempDir()
+	paused, err := r.Start(ctx, runtime.NewRun{Task: "t", WorkDir: workDir})
+	if err != nil || paused.Status != state.StatusWaitingApproval {
+		t.Fatalf("start: %v, status %s", err, paused.Status)
+	}
+	req := runtime.ResumeRequest{Agent: "A", SourceHash: prog.Hash, Provider: pausingProvider{}.Identity(), WorkDir: workDir}
+	st, err := r.Resume(ctx, runtime.ResumeOptions{RunID: paused.ID, Request: req,
+		Decisions: []runtime.Decision{{CallID: "c3", Approve: true}}})
+	if err != nil || st.Status != state.StatusCompleted {
+		t.Fatalf("resume: %v, status %s", err, st.Status)
+	}
+	stored, err := s.Load(ctx, paused.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// rounds echo replies, the confirm reply, the answer.
+	if len(stored.ProviderItems) != rounds+2 {
+		t.Fatalf("stored %d provider items, want %d", len(stored.ProviderItems), rounds+2)
+	}
+	for i, it := range stored.ProviderItems {
+		var raw map[string]any
+		if it.Seq != i || json.Unmarshal(it.Raw, &raw) != nil || raw == nil || it.CreatedAt.IsZero() {
+			t.Errorf("stored item %d = seq %d raw %s created %v; want seq %d with its reply", i, it.Seq, it.Raw, it.CreatedAt, i)
+		}
+	}
+}
