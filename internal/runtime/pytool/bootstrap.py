@@ -66,7 +66,7 @@ def _nexa_zygote():
     # The fork server. It returns only in a forked child, ready to run one
     # call exactly as a fresh `python3 -c BOOTSTRAP` would; the server
     # itself never returns. It never sees arguments, secrets, environment or
-    # results: those travel on the call's own pipes, straight to the child.
+    # results: those travel on each child's own socket, straight from nexa.
     import os
 
     if sys.version_info < (3, 8):
@@ -89,7 +89,7 @@ def _nexa_zygote():
         try:
             return [int(n) for n in os.listdir("/proc/self/fd")]
         except (OSError, ValueError):
-            return list(range(4, 1024))
+            return list(range(3, 1024))
 
     # Descriptors nexa inherited without close-on-exec are no business of
     # the server or of any call.
@@ -106,8 +106,13 @@ def _nexa_zygote():
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     signal.set_wakeup_fd(wake_w)
 
-    def send(obj):
-        ctl.send(json.dumps(obj).encode("ascii"))
+    def send(obj, fds=()):
+        data = json.dumps(obj).encode("ascii")
+        if fds:
+            blob = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in fds)
+            ctl.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, blob)])
+        else:
+            ctl.send(data)
 
     # Everything the server holds now is old to a child: frozen, the
     # collector of a child never walks (and so never copies) it, and a
@@ -118,30 +123,76 @@ def _nexa_zygote():
     live = {}  # pid -> exit reported; pids stay unreaped until released
     released = set()
 
-    def spawn(msg, fds, flags):
-        # Returns the context of the call in the forked child, else None.
-        ident = msg.get("id")
-        pid = -1
-        err = "expected 3 descriptors above 3"
-        if len(fds) == 3 and not flags & socket.MSG_CTRUNC and min(fds) > 3:
-            try:
-                pid = os.fork()
-                err = None
-            except OSError as exc:
-                err = "fork: %s" % (exc,)
+    def claim(sock):
+        # In a spare child: wait for a call. nexa sends its output pipe and
+        # result channel (SCM_RIGHTS) with the first bytes of the request,
+        # then the rest, then end of file. End of file before anything
+        # means the spare is not wanted: leave, having run nothing.
+        data, anc, flags, _ = sock.recvmsg(1 << 16, socket.CMSG_SPACE(2 * 4))
+        if not data:
+            os._exit(0)
+        fds = []
+        for level, kind, blob in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                usable = len(blob) - len(blob) % 4
+                fds.extend(memoryview(blob)[:usable].cast("i"))
+        if len(fds) != 2 or flags & socket.MSG_CTRUNC:
+            os._exit(70)
+        chunks = [data]
+        while True:
+            data = sock.recv(1 << 18)
+            if not data:
+                break
+            chunks.append(data)
+        sock.close()
+        os.dup2(fds[0], 1)
+        os.dup2(fds[0], 2)
+        os.close(fds[0])
+        # The result channel goes straight to a high close-on-exec
+        # descriptor (a per-call interpreter moves it there from fd 3).
+        try:
+            import fcntl
+
+            out = fcntl.fcntl(fds[1], fcntl.F_DUPFD_CLOEXEC, 200)
+        except Exception:
+            out = os.dup(fds[1])
+        os.close(fds[1])
+        return b"".join(chunks), out
+
+    def fork_spare():
+        # Forks a spare child: a clean fork of this server, prepared as far
+        # as it can be without knowing its call, waiting on a socket of its
+        # own whose other end goes to nexa. Returns the call's context in
+        # the child, else None.
+        try:
+            mine, nexas = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError as exc:
+            send({"spare": 0, "error": "socketpair: %s" % (exc,)})
+            return None
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            mine.close()
+            nexas.close()
+            send({"spare": 0, "error": "fork: %s" % (exc,)})
+            return None
         if pid == 0:
             try:
                 signal.set_wakeup_fd(-1)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                ctl.detach()  # its fd is closed below, not by the object
+                # Their descriptors are closed below, not by the objects.
+                ctl.detach()
+                nexas.detach()
                 live.clear()
+                released.clear()
                 os.setpgid(0, 0)
-                os.dup2(fds[0], 0)
-                os.dup2(fds[1], 1)
-                os.dup2(fds[1], 2)
-                os.dup2(fds[2], 3)  # replaces the control socket
+                null = os.open(os.devnull, os.O_RDONLY)
+                if null != 0:
+                    os.dup2(null, 0)
+                    os.close(null)
+                keep = mine.fileno()
                 for fd in fds_open():
-                    if fd > 3:
+                    if fd > 2 and fd != keep:
                         try:
                             os.close(fd)
                         except OSError:
@@ -149,46 +200,30 @@ def _nexa_zygote():
                 for name in extra:
                     sys.modules.pop(name, None)
                 sys.argv[:] = sys.argv[:1]
+                # What exists now is the interpreter's; what the call adds
+                # is torn down at its exit (_nexa_leave_fork).
+                warm = {"a2b": binascii.a2b_base64, "modules": set(sys.modules),
+                        "main": set(vars(sys.modules["__main__"]))}
+                warm["request"], warm["out"] = claim(mine)
             except BaseException:
                 os._exit(70)
-            # What exists at the fork is the interpreter's; what the call
-            # adds is torn down at its exit (_nexa_leave_fork).
-            return {"a2b": binascii.a2b_base64, "modules": set(sys.modules),
-                    "main": set(vars(sys.modules["__main__"]))}
-        for fd in fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        if pid > 0:
-            try:
-                # The child does it too; doing it here as well means the
-                # group exists before nexa learns the pid.
-                os.setpgid(pid, pid)
-            except OSError:
-                pass
-            live[pid] = False
-            send({"id": ident, "pid": pid})
-        else:
-            send({"id": ident, "error": err})
+            return warm
+        mine.close()
+        try:
+            # The child does it too; doing it here as well means the group
+            # exists before nexa learns the pid.
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        live[pid] = False
+        try:
+            send({"spare": pid}, [nexas.fileno()])
+        finally:
+            nexas.close()
         return None
 
     def reap():
         for pid in list(live):
-            if not live[pid]:
-                try:
-                    info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-                except ChildProcessError:
-                    del live[pid]
-                    released.discard(pid)
-                    continue
-                if info is None:
-                    continue
-                live[pid] = True
-                if info.si_code == os.CLD_EXITED:
-                    send({"exited": pid, "code": info.si_status})
-                else:
-                    send({"exited": pid, "signal": info.si_status})
             if pid in released:
                 try:
                     os.waitpid(pid, 0)
@@ -196,6 +231,21 @@ def _nexa_zygote():
                     pass
                 del live[pid]
                 released.discard(pid)
+                continue
+            if live[pid]:
+                continue
+            try:
+                info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                del live[pid]
+                continue
+            if info is None:
+                continue
+            live[pid] = True
+            if info.si_code == os.CLD_EXITED:
+                send({"exited": pid, "code": info.si_status})
+            else:
+                send({"exited": pid, "signal": info.si_status})
 
     def serve():
         send({"ready": True, "pid": os.getpid()})
@@ -217,28 +267,28 @@ def _nexa_zygote():
                     continue
                 if not data:
                     return None  # nexa closed the connection, or exited
-                fds = []
                 for level, kind, blob in anc:
+                    # Nothing nexa sends here carries descriptors.
                     if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                         usable = len(blob) - len(blob) % 4
-                        fds.extend(memoryview(blob)[:usable].cast("i"))
+                        for fd in memoryview(blob)[:usable].cast("i"):
+                            try:
+                                os.close(fd)
+                            except OSError:
+                                pass
                 try:
                     msg = json.loads(data.decode("ascii"))
                     op = msg.get("op")
                 except (ValueError, AttributeError):
                     msg, op = {}, None
-                if op == "spawn":
-                    child = spawn(msg, fds, flags)
+                if op == "fork":
+                    child = fork_spare()
                     if child is not None:
                         return child
-                else:
-                    for fd in fds:
-                        try:
-                            os.close(fd)
-                        except OSError:
-                            pass
-                    if op == "release":
-                        released.add(msg.get("pid"))
+                elif op == "release":
+                    pid = msg.get("pid")
+                    if pid in live:
+                        released.add(pid)
             reap()
 
     try:
@@ -269,16 +319,21 @@ def _nexa_main(warm):
     import importlib
     import importlib.util
 
-    # Move the result channel away from fd 3 so that user code that opens
-    # files or spawns processes cannot write to it by accident.
-    try:
-        import fcntl
+    if warm is not None:
+        # A forked call got its request and its result channel (already on
+        # a high close-on-exec descriptor) on its own socket.
+        out = warm.pop("out")
+    else:
+        # Move the result channel away from fd 3 so that user code that
+        # opens files or spawns processes cannot write to it by accident.
+        try:
+            import fcntl
 
-        out = fcntl.fcntl(3, fcntl.F_DUPFD, 200)
-    except Exception:
-        out = os.dup(3)
-    os.set_inheritable(out, False)
-    os.close(3)
+            out = fcntl.fcntl(3, fcntl.F_DUPFD, 200)
+        except Exception:
+            out = os.dup(3)
+        os.set_inheritable(out, False)
+        os.close(3)
 
     def close_inherited(keep):
         # A sandboxed tool must not hold descriptors nexa itself inherited
@@ -315,13 +370,16 @@ def _nexa_main(warm):
         return 2
 
     try:
-        raw = sys.stdin.buffer.read()
-        try:
-            null = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(null, 0)
-            os.close(null)
-        except OSError:
-            pass
+        if warm is not None:
+            raw = warm.pop("request")  # its stdin is /dev/null already
+        else:
+            raw = sys.stdin.buffer.read()
+            try:
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.close(null)
+            except OSError:
+                pass
         request = json.loads(raw.decode("utf-8"))
         if warm is not None:
             # A forked call: the zygote's environment is the one a fresh
