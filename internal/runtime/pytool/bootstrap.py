@@ -78,6 +78,8 @@ def _nexa_zygote():
     import signal
     import socket
     import binascii
+    import ast
+    import importlib
 
     # Modules only the server needs: a call must import its own copy, as it
     # would in a fresh interpreter (a project file may shadow them).
@@ -123,11 +125,35 @@ def _nexa_zygote():
     live = {}  # pid -> exit reported; pids stay unreaped until released
     released = set()
 
+    def rehearse():
+        # Before its call is known, a spare child goes once through what
+        # the setup of every call does (decode a request, compile a
+        # function, encode a record, collect garbage) on made-up data, so
+        # that the pages this touches are its own when the call comes:
+        # after a fork, the first write to a page copies it, and those
+        # copies were most of what a call's setup cost. Nothing of it is
+        # kept, and no user code runs.
+        sample = {"kind": "body", "source": "return [x]\n", "function": "nexa", "params": ["x"],
+                  "arguments": {"x": "y"}, "secrets": {}, "environ": "TkVYQT0=", "cwd": "/"}
+        request = json.loads(json.dumps(sample))
+        binascii.a2b_base64(request["environ"].encode("ascii")).split(b"\0")
+        tree = ast.parse(request["source"], "<nexa>", "exec")
+        code = compile(ast.parse("def nexa(x):\n    pass\n"), "<nexa>", "exec", dont_inherit=True)
+        del request, tree, code
+        json.dumps({"ok": True, "output": "y"})
+        gc.collect()
+
     def claim(sock):
         # In a spare child: wait for a call. nexa sends its output pipe and
         # result channel (SCM_RIGHTS) with the first bytes of the request,
         # then the rest, then end of file. End of file before anything
         # means the spare is not wanted: leave, having run nothing.
+        rehearse()
+        # Import caches the server made must not hide files created since
+        # it started. This only marks them stale; they are read again at
+        # the first import after this, which (nothing here imports) is
+        # the call's.
+        importlib.invalidate_caches()
         data, anc, flags, _ = sock.recvmsg(1 << 16, socket.CMSG_SPACE(2 * 4))
         if not data:
             os._exit(0)
@@ -203,8 +229,8 @@ def _nexa_zygote():
                 # What exists now is the interpreter's; what the call adds
                 # is torn down at its exit (_nexa_leave_fork).
                 warm = {"a2b": binascii.a2b_base64, "modules": set(sys.modules),
-                        "main": set(vars(sys.modules["__main__"]))}
-                warm["request"], warm["out"] = claim(mine)
+                        "main": set(vars(sys.modules["__main__"])),
+                        "claim": lambda: claim(mine)}
             except BaseException:
                 os._exit(70)
             return warm
@@ -319,21 +345,7 @@ def _nexa_main(warm):
     import importlib
     import importlib.util
 
-    if warm is not None:
-        # A forked call got its request and its result channel (already on
-        # a high close-on-exec descriptor) on its own socket.
-        out = warm.pop("out")
-    else:
-        # Move the result channel away from fd 3 so that user code that
-        # opens files or spawns processes cannot write to it by accident.
-        try:
-            import fcntl
-
-            out = fcntl.fcntl(3, fcntl.F_DUPFD, 200)
-        except Exception:
-            out = os.dup(3)
-        os.set_inheritable(out, False)
-        os.close(3)
+    out = -1  # the result channel
 
     def close_inherited(keep):
         # A sandboxed tool must not hold descriptors nexa itself inherited
@@ -365,66 +377,6 @@ def _nexa_main(warm):
             except OSError:
                 pass
 
-    if sys.version_info < (3, 8):
-        finish({"fatal": "Python 3.8 or newer is required, found %s" % (sys.version.split()[0],)})
-        return 2
-
-    try:
-        if warm is not None:
-            raw = warm.pop("request")  # its stdin is /dev/null already
-        else:
-            raw = sys.stdin.buffer.read()
-            try:
-                null = os.open(os.devnull, os.O_RDONLY)
-                os.dup2(null, 0)
-                os.close(null)
-            except OSError:
-                pass
-        request = json.loads(raw.decode("utf-8"))
-        if warm is not None:
-            # A forked call: the zygote's environment is the one a fresh
-            # interpreter would have started with, but for the call's own
-            # variables; set them, and go to the working directory.
-            environ = warm["a2b"](request["environ"].encode("ascii"))
-            for entry in environ.split(b"\0"):
-                key, sep, value = entry.partition(b"=")
-                if sep and key:
-                    os.environb[key] = value
-            del environ
-            cwd = request.get("cwd")
-            if cwd:
-                try:
-                    os.chdir(cwd)
-                except OSError as exc:
-                    finish({"fatal": "working directory %s is not usable (%s)" % (cwd, exc.strerror or type(exc).__name__)})
-                    return 2
-            # Import caches made by the server must not hide files created
-            # since it started.
-            importlib.invalidate_caches()
-        kind = request["kind"]
-        source = request["source"]
-        function = request["function"]
-        params = request["params"]
-        arguments = request["arguments"]
-        secrets = request.get("secrets") or {}
-        if request.get("close_fds"):
-            close_inherited(out)
-
-        if kind not in ("body", "file"):
-            raise ValueError("unknown kind %r" % (kind,))
-        if not isinstance(source, str) or not isinstance(function, str):
-            raise ValueError("source and function must be strings")
-        if not isinstance(arguments, dict) or not isinstance(secrets, dict):
-            raise ValueError("arguments and secrets must be objects")
-        for name in params:
-            if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-                raise ValueError("invalid parameter name")
-    except BaseException as exc:
-        # Only the exception type and a generic message: a request may hold
-        # secrets, and a decoder message could quote them.
-        finish({"fatal": "bad request from nexa (%s)" % (type(exc).__name__,)})
-        return 2
-
     class ToolOutcomeUnknown(Exception):
         """Raise to say the tool cannot know whether its effect happened."""
 
@@ -452,9 +404,6 @@ def _nexa_main(warm):
 
         def __repr__(self):
             return "<nexa_secrets>"
-
-    nexa_secrets = NexaSecrets(secrets)
-    del secrets, request, raw
 
     def is_unknown(exc):
         return isinstance(exc, ToolOutcomeUnknown) or type(exc).__name__ == "ToolOutcomeUnknown"
@@ -488,6 +437,81 @@ def _nexa_main(warm):
             return json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError):
             return str(value)
+
+    if warm is not None:
+        # A forked child: everything above ran before it was given a call.
+        # Wait for one now; its request, and its result channel (already on
+        # a high close-on-exec descriptor), come on the child's own socket.
+        raw, out = warm.pop("claim")()
+    else:
+        # Move the result channel away from fd 3 so that user code that
+        # opens files or spawns processes cannot write to it by accident.
+        try:
+            import fcntl
+
+            out = fcntl.fcntl(3, fcntl.F_DUPFD, 200)
+        except Exception:
+            out = os.dup(3)
+        os.set_inheritable(out, False)
+        os.close(3)
+
+    if sys.version_info < (3, 8):
+        finish({"fatal": "Python 3.8 or newer is required, found %s" % (sys.version.split()[0],)})
+        return 2
+
+    try:
+        if warm is None:  # a forked child's stdin is /dev/null already
+            raw = sys.stdin.buffer.read()
+            try:
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.close(null)
+            except OSError:
+                pass
+        request = json.loads(raw.decode("utf-8"))
+        if warm is not None:
+            # A forked call: the zygote's environment is the one a fresh
+            # interpreter would have started with, but for the call's own
+            # variables; set them, and go to the working directory.
+            environ = warm["a2b"](request["environ"].encode("ascii"))
+            for entry in environ.split(b"\0"):
+                key, sep, value = entry.partition(b"=")
+                if sep and key:
+                    os.environb[key] = value
+            del environ
+            cwd = request.get("cwd")
+            if cwd:
+                try:
+                    os.chdir(cwd)
+                except OSError as exc:
+                    finish({"fatal": "working directory %s is not usable (%s)" % (cwd, exc.strerror or type(exc).__name__)})
+                    return 2
+        kind = request["kind"]
+        source = request["source"]
+        function = request["function"]
+        params = request["params"]
+        arguments = request["arguments"]
+        secrets = request.get("secrets") or {}
+        if request.get("close_fds"):
+            close_inherited(out)
+
+        if kind not in ("body", "file"):
+            raise ValueError("unknown kind %r" % (kind,))
+        if not isinstance(source, str) or not isinstance(function, str):
+            raise ValueError("source and function must be strings")
+        if not isinstance(arguments, dict) or not isinstance(secrets, dict):
+            raise ValueError("arguments and secrets must be objects")
+        for name in params:
+            if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+                raise ValueError("invalid parameter name")
+    except BaseException as exc:
+        # Only the exception type and a generic message: a request may hold
+        # secrets, and a decoder message could quote them.
+        finish({"fatal": "bad request from nexa (%s)" % (type(exc).__name__,)})
+        return 2
+
+    nexa_secrets = NexaSecrets(secrets)
+    del secrets, request, raw
 
     sys.dont_write_bytecode = True
     started = False
