@@ -81,11 +81,14 @@ def _nexa_zygote():
     import ast
     import importlib
 
-    # Modules only the server needs: a call must import its own copy, as it
-    # would in a fresh interpreter (a project file may shadow them).
-    extra = [name for name in sys.modules if name not in before]
     ctl = socket.socket(fileno=3)
     cfd = ctl.fileno()
+    # Modules only the server needs leave sys.modules (the server keeps its
+    # references): a call must import its own copy, as it would in a fresh
+    # interpreter (a project file may shadow them).
+    for name in [name for name in sys.modules if name not in before]:
+        del sys.modules[name]
+    sys.argv[:] = sys.argv[:1]
 
     def fds_open():
         try:
@@ -102,6 +105,13 @@ def _nexa_zygote():
             except OSError:
                 pass
 
+    # A call's stdin is /dev/null, as after a per-call interpreter has read
+    # its request.
+    null = os.open(os.devnull, os.O_RDONLY)
+    if null != 0:
+        os.dup2(null, 0)
+        os.close(null)
+
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -116,9 +126,13 @@ def _nexa_zygote():
         else:
             ctl.send(data)
 
+    # What exists now is the interpreter's; what a call adds is torn down
+    # at its exit (_nexa_leave_fork).
+    modules = set(sys.modules)
+    main = set(vars(sys.modules["__main__"]))
     # Everything the server holds now is old to a child: frozen, the
     # collector of a child never walks (and so never copies) it, and a
-    # child's exit (_nexa_leave_fork) collects only what its call made.
+    # child's exit collects only what its call made.
     gc.collect()
     gc.freeze()
 
@@ -195,6 +209,7 @@ def _nexa_zygote():
         except OSError as exc:
             send({"spare": 0, "error": "socketpair: %s" % (exc,)})
             return None
+        nexas_fd = nexas.fileno()
         try:
             pid = os.fork()
         except OSError as exc:
@@ -212,24 +227,15 @@ def _nexa_zygote():
                 live.clear()
                 released.clear()
                 os.setpgid(0, 0)
-                null = os.open(os.devnull, os.O_RDONLY)
-                if null != 0:
-                    os.dup2(null, 0)
-                    os.close(null)
-                keep = mine.fileno()
-                for fd in fds_open():
-                    if fd > 2 and fd != keep:
-                        try:
-                            os.close(fd)
-                        except OSError:
-                            pass
-                for name in extra:
-                    sys.modules.pop(name, None)
-                sys.argv[:] = sys.argv[:1]
-                # What exists now is the interpreter's; what the call adds
-                # is torn down at its exit (_nexa_leave_fork).
-                warm = {"a2b": binascii.a2b_base64, "modules": set(sys.modules),
-                        "main": set(vars(sys.modules["__main__"])),
+                # The server holds no other descriptor (it closed what it
+                # inherited; its own are these).
+                for fd in (cfd, wake_r, wake_w, nexas_fd):
+                    os.close(fd)
+                if len(sys.modules) != len(modules):
+                    # The server imported something since it started.
+                    for name in [name for name in sys.modules if name not in modules]:
+                        del sys.modules[name]
+                warm = {"a2b": binascii.a2b_base64, "modules": modules, "main": main,
                         "claim": lambda: claim(mine)}
             except BaseException:
                 os._exit(70)
@@ -249,7 +255,23 @@ def _nexa_zygote():
         return None
 
     def reap():
+        # Reports each child's exit once, then reaps it once nexa has
+        # released it (nexa releases only a child it knows has exited).
         for pid in list(live):
+            if not live[pid]:
+                try:
+                    info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                except ChildProcessError:
+                    del live[pid]
+                    released.discard(pid)
+                    continue
+                if info is None:
+                    continue
+                live[pid] = True
+                if info.si_code == os.CLD_EXITED:
+                    send({"exited": pid, "code": info.si_status})
+                else:
+                    send({"exited": pid, "signal": info.si_status})
             if pid in released:
                 try:
                     os.waitpid(pid, 0)
@@ -257,21 +279,6 @@ def _nexa_zygote():
                     pass
                 del live[pid]
                 released.discard(pid)
-                continue
-            if live[pid]:
-                continue
-            try:
-                info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-            except ChildProcessError:
-                del live[pid]
-                continue
-            if info is None:
-                continue
-            live[pid] = True
-            if info.si_code == os.CLD_EXITED:
-                send({"exited": pid, "code": info.si_status})
-            else:
-                send({"exited": pid, "signal": info.si_status})
 
     def serve():
         send({"ready": True, "pid": os.getpid()})

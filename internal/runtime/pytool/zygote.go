@@ -293,6 +293,44 @@ type spare struct {
 	// Guarded by zygote.mu.
 	owned bool
 	exit  chan exitStatus // the child's exit (it is then an unreaped zombie)
+	// pidfd, when the kernel has them, tells nexa itself that the child
+	// has exited, without waiting for the zygote's report (which says how).
+	pidfd *os.File
+}
+
+// close lets go of nexa's handles on the child: its socket (a child still
+// waiting for a call sees end of file and leaves) and its pidfd.
+func (sp *spare) close() {
+	sp.conn.Close()
+	if sp.pidfd != nil {
+		sp.pidfd.Close()
+	}
+}
+
+// exited returns a channel closed once the child has exited, as its pidfd
+// tells; nil (never ready) without one. It must be asked before close.
+func (sp *spare) exited() <-chan struct{} {
+	if sp.pidfd == nil {
+		return nil
+	}
+	rc, err := sp.pidfd.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	ch := make(chan struct{})
+	go func() {
+		// A pidfd becomes readable when its process exits. The check runs
+		// once before the wait and again after each wake-up.
+		err := rc.Read(func(fd uintptr) bool {
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			n, err := unix.Poll(fds, 0)
+			return err == nil && n > 0
+		})
+		if err == nil {
+			close(ch)
+		}
+	}()
+	return ch
 }
 
 type spareReply struct {
@@ -452,7 +490,7 @@ func (z *zygote) stopWith(why string) {
 		// Its idle children see end of file and leave (the zygote kills
 		// them too, unless it is already dead).
 		for _, sp := range idle {
-			sp.conn.Close()
+			sp.close()
 		}
 		go func() {
 			if !waitFor(z.exited, zygoteStopWait) {
@@ -554,7 +592,7 @@ func (z *zygote) dispatch(m zmsg, fds []int) {
 		// A child no call holds (idle, or given up before its request):
 		// it ran nothing; let it be reaped.
 		if sp != nil {
-			sp.conn.Close()
+			sp.close()
 		}
 		go z.release(m.Exited)
 	}
@@ -605,10 +643,15 @@ func (z *zygote) gotSpare(pid int, forkErr string, fds []int) {
 		return
 	}
 	sp := &spare{pid: pid, conn: conn, exit: make(chan exitStatus, 1)}
+	// The child stays an unreaped zombie until released, so its pid still
+	// names it.
+	if fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK); err == nil {
+		sp.pidfd = os.NewFile(uintptr(fd), "pidfd")
+	}
 	z.procs[pid] = sp
 	switch {
 	case !z.alive():
-		conn.Close()
+		sp.close()
 	case len(z.waiters) > 0:
 		ch := z.waiters[0]
 		z.waiters = z.waiters[1:]
@@ -729,7 +772,7 @@ func (z *zygote) putBack(sp *spare) {
 // giveUp lets go of a child that got no request (it runs nothing): its
 // socket is closed, so it leaves, and it is released once it has exited.
 func (z *zygote) giveUp(sp *spare) {
-	sp.conn.Close()
+	sp.close()
 	z.mu.Lock()
 	_, waiting := z.procs[sp.pid]
 	sp.owned = false // its exit report will find no owner: released then
@@ -893,11 +936,16 @@ func (e *Executor) waitWarm(ctx context.Context, inv runtime.Invocation, slot *z
 	timer, stopTimer := e.callTimer(inv)
 	defer stopTimer()
 
+	// The child's exit is known from its pidfd, or from the zygote's
+	// report, which also says how it ended (known).
+	gone := wc.sp.exited()
 	var st exitStatus
-	exited := false
+	exited, known := false, false
 	killReason := ""
 	select {
 	case st = <-wc.sp.exit:
+		exited, known = true, true
+	case <-gone:
 		exited = true
 	case <-rd.resDone:
 		// Result delivered (or the channel closed): let the interpreter
@@ -905,6 +953,8 @@ func (e *Executor) waitWarm(ctx context.Context, inv runtime.Invocation, slot *z
 		g := time.NewTimer(e.grace)
 		select {
 		case st = <-wc.sp.exit:
+			exited, known = true, true
+		case <-gone:
 			exited = true
 		case <-g.C:
 		case <-ctx.Done():
@@ -927,11 +977,13 @@ func (e *Executor) waitWarm(ctx context.Context, inv runtime.Invocation, slot *z
 		stuck := time.NewTimer(zygoteStopWait)
 		select {
 		case st = <-wc.sp.exit:
+			exited, known = true, true
+		case <-gone:
 			exited = true
 		case <-z.dead:
 			select {
 			case st = <-wc.sp.exit:
-				exited = true
+				exited, known = true, true
 			default:
 			}
 		case <-stuck.C:
@@ -946,7 +998,7 @@ func (e *Executor) waitWarm(ctx context.Context, inv runtime.Invocation, slot *z
 	}
 	// Closing the socket also drops whatever of the request the child
 	// never read (and the descriptors, had it died before receiving them).
-	wc.sp.conn.Close()
+	wc.sp.close()
 	<-reqDone
 
 	resHeld := !drain(wc.resR, rd.resDone)
@@ -958,10 +1010,27 @@ func (e *Executor) waitWarm(ctx context.Context, inv runtime.Invocation, slot *z
 		}
 	}
 	reason := killReason
+	if reason == "" && exited && !known {
+		// Only a call without a final record needs to say how its
+		// process ended: the zygote reports it (it reaps the child only
+		// after that).
+		if _, final := parseRecords(rd.result); final == nil {
+			stuck := time.NewTimer(zygoteStopWait)
+			select {
+			case st = <-wc.sp.exit:
+				known = true
+			case <-z.dead:
+			case <-stuck.C:
+			}
+			stuck.Stop()
+		}
+	}
 	switch {
 	case reason != "":
-	case exited:
+	case exited && known:
 		reason = st.describe()
+	case exited || z.alive():
+		reason = "the interpreter ended without a result"
 	default:
 		reason = "the interpreter ended without a result (" + z.reason() + ")"
 	}
