@@ -80,6 +80,9 @@ def _nexa_zygote():
     import binascii
     import ast
     import importlib
+    import types
+    import fcntl
+    import atexit
 
     ctl = socket.socket(fileno=3)
     cfd = ctl.fileno()
@@ -136,25 +139,62 @@ def _nexa_zygote():
     gc.collect()
     gc.freeze()
 
+    server = os.getpid()
     live = {}  # pid -> exit reported; pids stay unreaped until released
     released = set()
 
     def rehearse():
         # Before its call is known, a spare child goes once through what
-        # the setup of every call does (decode a request, compile a
-        # function, encode a record, collect garbage) on made-up data, so
-        # that the pages this touches are its own when the call comes:
-        # after a fork, the first write to a page copies it, and those
-        # copies were most of what a call's setup cost. Nothing of it is
-        # kept, and no user code runs.
+        # the set-up and the end of every call do (receive a request with
+        # its descriptors, decode it, set the call variables, compile and
+        # define a function, encode a record, flush, collect garbage) on
+        # made-up data, so that the pages this touches are its own when
+        # the call comes: after a fork, the first write to a page copies it
+        # and the first run of a piece of the interpreter's machine code
+        # maps its page again, and those page faults were most of what a
+        # call's set-up cost. Nothing of it is kept, and no user code runs.
         sample = {"kind": "body", "source": "return [x]\n", "function": "nexa", "params": ["x"],
-                  "arguments": {"x": "y"}, "secrets": {}, "environ": "TkVYQT0=", "cwd": "/"}
-        request = json.loads(json.dumps(sample))
-        binascii.a2b_base64(request["environ"].encode("ascii")).split(b"\0")
-        tree = ast.parse(request["source"], "<nexa>", "exec")
-        code = compile(ast.parse("def nexa(x):\n    pass\n"), "<nexa>", "exec", dont_inherit=True)
-        del request, tree, code
-        json.dumps({"ok": True, "output": "y"})
+                  "arguments": {"x": "y"}, "secrets": {}, "environ": "", "cwd": "/"}
+        raw = json.dumps(sample).encode("ascii")
+        one, two = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            spare = os.dup(0)
+            one.sendmsg([raw], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, spare.to_bytes(4, sys.byteorder, signed=True))])
+            os.close(spare)
+            one.shutdown(socket.SHUT_WR)
+            data, anc, flags, _ = two.recvmsg(1 << 16, socket.CMSG_SPACE(2 * 4))
+            for level, kind, blob in anc:
+                for fd in memoryview(blob)[:len(blob) - len(blob) % 4].cast("i"):
+                    os.dup2(fd, fd)
+                    os.close(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 200))
+                    os.close(fd)
+            chunks = [data, two.recv(1 << 18)]
+        finally:
+            one.close()
+            two.close()
+        request = json.loads(b"".join(chunks).decode("utf-8"))
+        for entry in binascii.a2b_base64(request["environ"].encode("ascii")).split(b"\0"):
+            entry.partition(b"=")
+        for key in (b"NEXA_IDEMPOTENCY_KEY", b"NEXA_RUN_ID", b"NEXA_CALL_ID"):
+            if key not in os.environb:
+                os.environb[key] = b""
+                del os.environb[key]
+        source = request["source"]
+        source.splitlines(True)
+        body = ast.parse(source, "<nexa>", "exec")
+        tree = ast.parse("def nexa(x):\n    pass\n", "<nexa>", "exec")
+        tree.body[0].body = body.body
+        module = types.ModuleType("nexa")
+        module.__dict__.update({"__file__": "<nexa>", "json": json})
+        exec(compile(tree, "<nexa>", "exec", dont_inherit=True), module.__dict__)
+        fn = module.__dict__.pop("nexa")
+        fn.__name__ = fn.__qualname__ = "nexa"
+        fn.__code__ = fn.__code__.replace(co_name="nexa")
+        (json.dumps({"ok": True, "output": json.dumps(fn(**request["arguments"]))}) + "\n").encode("ascii")
+        module.__dict__.clear()
+        del sample, raw, data, anc, chunks, request, source, body, tree, module, fn
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
         gc.collect()
 
     def claim(sock):
@@ -178,6 +218,12 @@ def _nexa_zygote():
                 fds.extend(memoryview(blob)[:usable].cast("i"))
         if len(fds) != 2 or flags & socket.MSG_CTRUNC:
             os._exit(70)
+        if os.getppid() != server:
+            # The zygote is gone: nothing would keep this child unreaped
+            # (its pid, and so its process group id, held) once it exits.
+            # Run nothing; nexa runs the call elsewhere.
+            os.write(fds[1], b'{"orphaned": true}\n')
+            os._exit(0)
         chunks = [data]
         while True:
             data = sock.recv(1 << 18)
@@ -190,12 +236,7 @@ def _nexa_zygote():
         os.close(fds[0])
         # The result channel goes straight to a high close-on-exec
         # descriptor (a per-call interpreter moves it there from fd 3).
-        try:
-            import fcntl
-
-            out = fcntl.fcntl(fds[1], fcntl.F_DUPFD_CLOEXEC, 200)
-        except Exception:
-            out = os.dup(fds[1])
+        out = fcntl.fcntl(fds[1], fcntl.F_DUPFD_CLOEXEC, 200)
         os.close(fds[1])
         return b"".join(chunks), out
 
@@ -236,7 +277,7 @@ def _nexa_zygote():
                     for name in [name for name in sys.modules if name not in modules]:
                         del sys.modules[name]
                 warm = {"a2b": binascii.a2b_base64, "modules": modules, "main": main,
-                        "claim": lambda: claim(mine)}
+                        "claim": lambda: claim(mine), "gc": gc, "atexit": atexit}
             except BaseException:
                 os._exit(70)
             return warm
@@ -602,8 +643,11 @@ def _nexa_leave_fork(warm, rc):
     # An ordinary exit would also tear down the whole interpreter inherited
     # from the zygote, which after a fork writes to (and so copies) nearly
     # every page of its heap: about 40 ms a call, against a few here.
-    import os
-    import gc
+    # gc and atexit come from the zygote: a fresh interpreter has not
+    # imported them, so a call may not have either, and importing them here
+    # would cost more than the rest of the exit.
+    os = sys.modules["os"]
+    gc = warm["gc"]
 
     try:
         threading = sys.modules.get("threading")
@@ -612,9 +656,7 @@ def _nexa_leave_fork(warm, rc):
     except BaseException:
         pass
     try:
-        import atexit
-
-        atexit._run_exitfuncs()
+        warm["atexit"]._run_exitfuncs()
     except BaseException:
         pass
 

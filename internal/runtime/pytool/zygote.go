@@ -1,6 +1,7 @@
 package pytool
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -914,8 +915,9 @@ func (e *Executor) runWarm(ctx context.Context, inv runtime.Invocation, req *req
 // waitWarm sends the rest of the request to a forked call and waits for
 // its end, as run does for a child of nexa. again reports a call that ran
 // nothing because its zygote died under it (a child taken from a zygote
-// that had just died gets killed with it): no start record, no final
-// record, and the result channel read to its end. It may run elsewhere.
+// that had just died refuses the call, or gets killed with the zygote):
+// no start record, no final record, and the result channel read to its
+// end. It may run elsewhere.
 func (e *Executor) waitWarm(ctx context.Context, inv runtime.Invocation, slot *zslot, z *zygote, wc *warmCall, rest []byte) (out runtime.Outcome, again bool, err error) {
 	name := inv.Tool.Name
 	pid := wc.sp.pid
@@ -1004,8 +1006,8 @@ func (e *Executor) waitWarm(ctx context.Context, inv runtime.Invocation, slot *z
 	resHeld := !drain(wc.resR, rd.resDone)
 	drain(wc.logR, rd.logDone)
 
-	if !z.alive() && !resHeld && !rd.tooLarge {
-		if started, final := parseRecords(rd.result); !started && final == nil {
+	if !resHeld && !rd.tooLarge {
+		if started, final := parseRecords(rd.result); !started && final == nil && (!z.alive() || orphaned(rd.result)) {
 			return runtime.Outcome{}, true, nil
 		}
 	}
@@ -1036,4 +1038,18 @@ func (e *Executor) waitWarm(ctx context.Context, inv runtime.Invocation, slot *z
 	}
 	out, err = callOutcome(name, rd.result, rd.tooLarge, false, resHeld, reason, rd.tail)
 	return out, false, err
+}
+
+// orphaned reports whether a forked child refused its call because its
+// zygote was gone (a record of its own on the result channel).
+func orphaned(result []byte) bool {
+	for _, line := range bytes.Split(result, []byte("\n")) {
+		var r struct {
+			Orphaned bool `json:"orphaned"`
+		}
+		if json.Unmarshal(line, &r) == nil && r.Orphaned {
+			return true
+		}
+	}
+	return false
 }
