@@ -75,7 +75,7 @@ def _nexa_zygote():
     import gc
     import json
     import select
-    import signal
+    import _signal as signal  # signal's enum wrappers cost a child ~70 page faults
     import socket
     import binascii
     import ast
@@ -202,7 +202,12 @@ def _nexa_zygote():
         # result channel (SCM_RIGHTS) with the first bytes of the request,
         # then the rest, then end of file. End of file before anything
         # means the spare is not wanted: leave, having run nothing.
-        rehearse()
+        try:
+            # Only while no call is waiting yet: when calls come back to
+            # back, the rehearsal would cost more than it saves.
+            sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            rehearse()
         # Import caches the server made must not hide files created since
         # it started. This only marks them stale; they are read again at
         # the first import after this, which (nothing here imports) is
