@@ -4,14 +4,16 @@
 # code or arguments on its command line.
 #
 # Protocol of a call (see doc.go):
-#   stdin: one JSON request, read to EOF:
+#   stdin: one JSON request, read to EOF (a forked child gets it on its
+#     socket instead, see below):
 #     {"kind": "body"|"file", "source": body text or file path,
 #      "function": tool name, "params": [identifiers],
 #      "arguments": {name: value}, "secrets": {key: value},
 #      "close_fds": true when sandboxed (optional),
 #      "environ": base64 of the NUL-separated call variables to set and
 #      "cwd": working directory (both only for a call forked by the zygote)}
-#   fd 3: result channel, newline-delimited JSON records:
+#   fd 3 (a forked child gets it on its socket): result channel,
+#     newline-delimited JSON records:
 #     {"event": "start"}            written just before any user code runs
 #     {"ok": true, "output": str}   the tool returned
 #     {"ok": false, "error": str}   the tool raised (traceback tail)
@@ -23,14 +25,20 @@
 # Protocol of the zygote: fd 3 is a SOCK_SEQPACKET control socket to nexa,
 # one JSON object per message.
 #   zygote -> nexa: {"ready": true, "pid": P} once, after the imports;
-#     {"id": I, "pid": P} or {"id": I, "error": str} for each spawn;
-#     {"exited": P, "code": C} or {"exited": P, "signal": S} when child P
-#     has exited. P stays an unreaped zombie, so its process group id
-#     cannot be reused, until nexa releases it.
-#   nexa -> zygote: {"op": "spawn", "id": I} carrying (SCM_RIGHTS) the
-#     call's stdin, its output pipe and its result channel; {"op":
-#     "release", "pid": P}: nexa has killed P's group, reap P.
+#     {"spare": P} carrying (SCM_RIGHTS) nexa's end of a stream socket to
+#     the newly forked child P, or {"spare": 0, "error": str}, for each
+#     fork request; {"exited": P, "code": C} or {"exited": P, "signal": S}
+#     when child P has exited. P stays an unreaped zombie, so its process
+#     group id cannot be reused, until nexa releases it.
+#   nexa -> zygote: {"op": "fork"}: fork a child ahead of its call;
+#     {"op": "release", "pid": P}: nexa has killed P's group, reap P.
 #   End of file on the socket: kill every child's process group and exit.
+# A forked child waits on its own socket. nexa sends its call there: the
+# output pipe and the result channel (SCM_RIGHTS) with the first bytes of
+# the request (the JSON object above, with "environ" and "cwd"), then the
+# rest, then end of file. End of file alone: the child is not wanted and
+# leaves. A child whose zygote has died refuses its call, running nothing,
+# with the record {"orphaned": true}.
 import sys
 
 
@@ -143,16 +151,27 @@ def _nexa_zygote():
     live = {}  # pid -> exit reported; pids stay unreaped until released
     released = set()
 
-    def rehearse():
-        # Before its call is known, a spare child goes once through what
-        # the set-up and the end of every call do (receive a request with
-        # its descriptors, decode it, set the call variables, compile and
-        # define a function, encode a record, flush, collect garbage) on
-        # made-up data, so that the pages this touches are its own when
-        # the call comes: after a fork, the first write to a page copies it
-        # and the first run of a piece of the interpreter's machine code
-        # maps its page again, and those page faults were most of what a
-        # call's set-up cost. Nothing of it is kept, and no user code runs.
+    def rehearse(sock):
+        # Before its call is known, a spare child goes through what the
+        # set-up and the end of every call do (receive a request with its
+        # descriptors, decode it, set the call variables, compile and define
+        # a function, encode a record, flush, collect garbage) on made-up
+        # data, so that the pages this touches are its own when the call
+        # comes: after a fork, the first write to a page copies it and the
+        # first run of a piece of the interpreter's machine code maps its
+        # page again, and those page faults were most of what a call's
+        # set-up cost. Nothing of it is kept, and no user code runs. It
+        # stops as soon as a call is waiting: then it would only delay it.
+        def waiting():
+            try:
+                return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) is not None
+            except BlockingIOError:
+                return False
+            except OSError:
+                return True
+
+        if waiting():
+            return
         sample = {"kind": "body", "source": "return [x]\n", "function": "nexa", "params": ["x"],
                   "arguments": {"x": "y"}, "secrets": {}, "environ": "", "cwd": "/"}
         raw = json.dumps(sample).encode("ascii")
@@ -172,6 +191,8 @@ def _nexa_zygote():
         finally:
             one.close()
             two.close()
+        if waiting():
+            return
         request = json.loads(b"".join(chunks).decode("utf-8"))
         for entry in binascii.a2b_base64(request["environ"].encode("ascii")).split(b"\0"):
             entry.partition(b"=")
@@ -179,6 +200,8 @@ def _nexa_zygote():
             if key not in os.environb:
                 os.environb[key] = b""
                 del os.environb[key]
+        if waiting():
+            return
         source = request["source"]
         source.splitlines(True)
         body = ast.parse(source, "<nexa>", "exec")
@@ -192,7 +215,9 @@ def _nexa_zygote():
         fn.__code__ = fn.__code__.replace(co_name="nexa")
         (json.dumps({"ok": True, "output": json.dumps(fn(**request["arguments"]))}) + "\n").encode("ascii")
         module.__dict__.clear()
-        del sample, raw, data, anc, chunks, request, source, body, tree, module, fn
+        del module, fn
+        if waiting():
+            return
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         gc.collect()
@@ -202,12 +227,7 @@ def _nexa_zygote():
         # result channel (SCM_RIGHTS) with the first bytes of the request,
         # then the rest, then end of file. End of file before anything
         # means the spare is not wanted: leave, having run nothing.
-        try:
-            # Only while no call is waiting yet: when calls come back to
-            # back, the rehearsal would cost more than it saves.
-            sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            rehearse()
+        rehearse(sock)
         # Import caches the server made must not hide files created since
         # it started. This only marks them stale; they are read again at
         # the first import after this, which (nothing here imports) is

@@ -646,9 +646,7 @@ func (z *zygote) gotSpare(pid int, forkErr string, fds []int) {
 	sp := &spare{pid: pid, conn: conn, exit: make(chan exitStatus, 1)}
 	// The child stays an unreaped zombie until released, so its pid still
 	// names it.
-	if fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK); err == nil {
-		sp.pidfd = os.NewFile(uintptr(fd), "pidfd")
-	}
+	sp.pidfd = openPidfd(pid)
 	z.procs[pid] = sp
 	switch {
 	case !z.alive():

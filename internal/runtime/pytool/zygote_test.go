@@ -609,15 +609,15 @@ func idleSpare(t *testing.T, ex *Executor) int {
 // waitExit waits until pid has exited, through a pidfd (no polling).
 func waitExit(t *testing.T, pid int) {
 	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		if errors.Is(err, unix.ESRCH) {
-			return // already gone
+	f := openPidfd(pid)
+	if f == nil {
+		if processGone(pid) {
+			return
 		}
-		t.Skipf("no pidfd: %v", err)
+		t.Skip("no pidfd here")
 	}
-	defer unix.Close(fd)
-	n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(hangCap/time.Millisecond))
+	defer f.Close()
+	n, err := unix.Poll([]unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}, int(hangCap/time.Millisecond))
 	if err != nil || n != 1 {
 		t.Fatalf("process %d did not exit: %d, %v", pid, n, err)
 	}
