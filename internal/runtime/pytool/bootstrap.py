@@ -4,14 +4,16 @@
 # code or arguments on its command line.
 #
 # Protocol of a call (see doc.go):
-#   stdin: one JSON request, read to EOF:
+#   stdin: one JSON request, read to EOF (a forked child gets it on its
+#     socket instead, see below):
 #     {"kind": "body"|"file", "source": body text or file path,
 #      "function": tool name, "params": [identifiers],
 #      "arguments": {name: value}, "secrets": {key: value},
 #      "close_fds": true when sandboxed (optional),
 #      "environ": base64 of the NUL-separated call variables to set and
 #      "cwd": working directory (both only for a call forked by the zygote)}
-#   fd 3: result channel, newline-delimited JSON records:
+#   fd 3 (a forked child gets it on its socket): result channel,
+#     newline-delimited JSON records:
 #     {"event": "start"}            written just before any user code runs
 #     {"ok": true, "output": str}   the tool returned
 #     {"ok": false, "error": str}   the tool raised (traceback tail)
@@ -23,14 +25,20 @@
 # Protocol of the zygote: fd 3 is a SOCK_SEQPACKET control socket to nexa,
 # one JSON object per message.
 #   zygote -> nexa: {"ready": true, "pid": P} once, after the imports;
-#     {"id": I, "pid": P} or {"id": I, "error": str} for each spawn;
-#     {"exited": P, "code": C} or {"exited": P, "signal": S} when child P
-#     has exited. P stays an unreaped zombie, so its process group id
-#     cannot be reused, until nexa releases it.
-#   nexa -> zygote: {"op": "spawn", "id": I} carrying (SCM_RIGHTS) the
-#     call's stdin, its output pipe and its result channel; {"op":
-#     "release", "pid": P}: nexa has killed P's group, reap P.
+#     {"spare": P} carrying (SCM_RIGHTS) nexa's end of a stream socket to
+#     the newly forked child P, or {"spare": 0, "error": str}, for each
+#     fork request; {"exited": P, "code": C} or {"exited": P, "signal": S}
+#     when child P has exited. P stays an unreaped zombie, so its process
+#     group id cannot be reused, until nexa releases it.
+#   nexa -> zygote: {"op": "fork"}: fork a child ahead of its call;
+#     {"op": "release", "pid": P}: nexa has killed P's group, reap P.
 #   End of file on the socket: kill every child's process group and exit.
+# A forked child waits on its own socket. nexa sends its call there: the
+# output pipe and the result channel (SCM_RIGHTS) with the first bytes of
+# the request (the JSON object above, with "environ" and "cwd"), then the
+# rest, then end of file. End of file alone: the child is not wanted and
+# leaves. A child whose zygote has died refuses its call, running nothing,
+# with the record {"orphaned": true}.
 import sys
 
 
@@ -66,7 +74,7 @@ def _nexa_zygote():
     # The fork server. It returns only in a forked child, ready to run one
     # call exactly as a fresh `python3 -c BOOTSTRAP` would; the server
     # itself never returns. It never sees arguments, secrets, environment or
-    # results: those travel on the call's own pipes, straight to the child.
+    # results: those travel on each child's own socket, straight from nexa.
     import os
 
     if sys.version_info < (3, 8):
@@ -75,21 +83,29 @@ def _nexa_zygote():
     import gc
     import json
     import select
-    import signal
+    import _signal as signal  # signal's enum wrappers cost a child ~70 page faults
     import socket
     import binascii
+    import ast
+    import importlib
+    import types
+    import fcntl
+    import atexit
 
-    # Modules only the server needs: a call must import its own copy, as it
-    # would in a fresh interpreter (a project file may shadow them).
-    extra = [name for name in sys.modules if name not in before]
     ctl = socket.socket(fileno=3)
     cfd = ctl.fileno()
+    # Modules only the server needs leave sys.modules (the server keeps its
+    # references): a call must import its own copy, as it would in a fresh
+    # interpreter (a project file may shadow them).
+    for name in [name for name in sys.modules if name not in before]:
+        del sys.modules[name]
+    sys.argv[:] = sys.argv[:1]
 
     def fds_open():
         try:
             return [int(n) for n in os.listdir("/proc/self/fd")]
         except (OSError, ValueError):
-            return list(range(4, 1024))
+            return list(range(3, 1024))
 
     # Descriptors nexa inherited without close-on-exec are no business of
     # the server or of any call.
@@ -100,80 +116,213 @@ def _nexa_zygote():
             except OSError:
                 pass
 
+    # A call's stdin is /dev/null, as after a per-call interpreter has read
+    # its request.
+    null = os.open(os.devnull, os.O_RDONLY)
+    if null != 0:
+        os.dup2(null, 0)
+        os.close(null)
+
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     signal.set_wakeup_fd(wake_w)
 
-    def send(obj):
-        ctl.send(json.dumps(obj).encode("ascii"))
+    def send(obj, fds=()):
+        data = json.dumps(obj).encode("ascii")
+        if fds:
+            blob = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in fds)
+            ctl.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, blob)])
+        else:
+            ctl.send(data)
 
+    # What exists now is the interpreter's; what a call adds is torn down
+    # at its exit (_nexa_leave_fork).
+    modules = set(sys.modules)
+    main = set(vars(sys.modules["__main__"]))
     # Everything the server holds now is old to a child: frozen, the
     # collector of a child never walks (and so never copies) it, and a
-    # child's exit (_nexa_leave_fork) collects only what its call made.
+    # child's exit collects only what its call made.
     gc.collect()
     gc.freeze()
 
+    server = os.getpid()
     live = {}  # pid -> exit reported; pids stay unreaped until released
     released = set()
 
-    def spawn(msg, fds, flags):
-        # Returns the context of the call in the forked child, else None.
-        ident = msg.get("id")
-        pid = -1
-        err = "expected 3 descriptors above 3"
-        if len(fds) == 3 and not flags & socket.MSG_CTRUNC and min(fds) > 3:
+    def rehearse(sock):
+        # Before its call is known, a spare child goes through what the
+        # set-up and the end of every call do (receive a request with its
+        # descriptors, decode it, set the call variables, compile and define
+        # a function, encode a record, flush, collect garbage) on made-up
+        # data, so that the pages this touches are its own when the call
+        # comes: after a fork, the first write to a page copies it and the
+        # first run of a piece of the interpreter's machine code maps its
+        # page again, and those page faults were most of what a call's
+        # set-up cost. Nothing of it is kept, and no user code runs. It
+        # stops as soon as a call is waiting: then it would only delay it.
+        def waiting():
             try:
-                pid = os.fork()
-                err = None
-            except OSError as exc:
-                err = "fork: %s" % (exc,)
+                return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) is not None
+            except BlockingIOError:
+                return False
+            except OSError:
+                return True
+
+        if waiting():
+            return
+        sample = {"kind": "body", "source": "return [x]\n", "function": "nexa", "params": ["x"],
+                  "arguments": {"x": "y"}, "secrets": {}, "environ": "", "cwd": "/"}
+        raw = json.dumps(sample).encode("ascii")
+        one, two = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            spare = os.dup(0)
+            one.sendmsg([raw], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, spare.to_bytes(4, sys.byteorder, signed=True))])
+            os.close(spare)
+            one.shutdown(socket.SHUT_WR)
+            data, anc, flags, _ = two.recvmsg(1 << 16, socket.CMSG_SPACE(2 * 4))
+            for level, kind, blob in anc:
+                for fd in memoryview(blob)[:len(blob) - len(blob) % 4].cast("i"):
+                    os.dup2(fd, fd)
+                    os.close(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 200))
+                    os.close(fd)
+            chunks = [data, two.recv(1 << 18)]
+        finally:
+            one.close()
+            two.close()
+        if waiting():
+            return
+        request = json.loads(b"".join(chunks).decode("utf-8"))
+        for entry in binascii.a2b_base64(request["environ"].encode("ascii")).split(b"\0"):
+            entry.partition(b"=")
+        for key in (b"NEXA_IDEMPOTENCY_KEY", b"NEXA_RUN_ID", b"NEXA_CALL_ID"):
+            if key not in os.environb:
+                os.environb[key] = b""
+                del os.environb[key]
+        if waiting():
+            return
+        source = request["source"]
+        source.splitlines(True)
+        body = ast.parse(source, "<nexa>", "exec")
+        tree = ast.parse("def nexa(x):\n    pass\n", "<nexa>", "exec")
+        tree.body[0].body = body.body
+        module = types.ModuleType("nexa")
+        module.__dict__.update({"__file__": "<nexa>", "json": json})
+        exec(compile(tree, "<nexa>", "exec", dont_inherit=True), module.__dict__)
+        fn = module.__dict__.pop("nexa")
+        fn.__name__ = fn.__qualname__ = "nexa"
+        fn.__code__ = fn.__code__.replace(co_name="nexa")
+        (json.dumps({"ok": True, "output": json.dumps(fn(**request["arguments"]))}) + "\n").encode("ascii")
+        module.__dict__.clear()
+        del module, fn
+        if waiting():
+            return
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        gc.collect()
+
+    def claim(sock):
+        # In a spare child: wait for a call. nexa sends its output pipe and
+        # result channel (SCM_RIGHTS) with the first bytes of the request,
+        # then the rest, then end of file. End of file before anything
+        # means the spare is not wanted: leave, having run nothing.
+        rehearse(sock)
+        # Import caches the server made must not hide files created since
+        # it started. This only marks them stale; they are read again at
+        # the first import after this, which (nothing here imports) is
+        # the call's.
+        importlib.invalidate_caches()
+        data, anc, flags, _ = sock.recvmsg(1 << 16, socket.CMSG_SPACE(2 * 4))
+        if not data:
+            os._exit(0)
+        fds = []
+        for level, kind, blob in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                usable = len(blob) - len(blob) % 4
+                fds.extend(memoryview(blob)[:usable].cast("i"))
+        if len(fds) != 2 or flags & socket.MSG_CTRUNC:
+            os._exit(70)
+        if os.getppid() != server:
+            # The zygote is gone: nothing would keep this child unreaped
+            # (its pid, and so its process group id, held) once it exits.
+            # Run nothing; nexa runs the call elsewhere.
+            os.write(fds[1], b'{"orphaned": true}\n')
+            os._exit(0)
+        chunks = [data]
+        while True:
+            data = sock.recv(1 << 18)
+            if not data:
+                break
+            chunks.append(data)
+        sock.close()
+        os.dup2(fds[0], 1)
+        os.dup2(fds[0], 2)
+        os.close(fds[0])
+        # The result channel goes straight to a high close-on-exec
+        # descriptor (a per-call interpreter moves it there from fd 3).
+        out = fcntl.fcntl(fds[1], fcntl.F_DUPFD_CLOEXEC, 200)
+        os.close(fds[1])
+        return b"".join(chunks), out
+
+    def fork_spare():
+        # Forks a spare child: a clean fork of this server, prepared as far
+        # as it can be without knowing its call, waiting on a socket of its
+        # own whose other end goes to nexa. Returns the call's context in
+        # the child, else None.
+        try:
+            mine, nexas = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError as exc:
+            send({"spare": 0, "error": "socketpair: %s" % (exc,)})
+            return None
+        nexas_fd = nexas.fileno()
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            mine.close()
+            nexas.close()
+            send({"spare": 0, "error": "fork: %s" % (exc,)})
+            return None
         if pid == 0:
             try:
                 signal.set_wakeup_fd(-1)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                ctl.detach()  # its fd is closed below, not by the object
+                # Their descriptors are closed below, not by the objects.
+                ctl.detach()
+                nexas.detach()
                 live.clear()
+                released.clear()
                 os.setpgid(0, 0)
-                os.dup2(fds[0], 0)
-                os.dup2(fds[1], 1)
-                os.dup2(fds[1], 2)
-                os.dup2(fds[2], 3)  # replaces the control socket
-                for fd in fds_open():
-                    if fd > 3:
-                        try:
-                            os.close(fd)
-                        except OSError:
-                            pass
-                for name in extra:
-                    sys.modules.pop(name, None)
-                sys.argv[:] = sys.argv[:1]
+                # The server holds no other descriptor (it closed what it
+                # inherited; its own are these).
+                for fd in (cfd, wake_r, wake_w, nexas_fd):
+                    os.close(fd)
+                if len(sys.modules) != len(modules):
+                    # The server imported something since it started.
+                    for name in [name for name in sys.modules if name not in modules]:
+                        del sys.modules[name]
+                warm = {"a2b": binascii.a2b_base64, "modules": modules, "main": main,
+                        "claim": lambda: claim(mine), "gc": gc, "atexit": atexit}
             except BaseException:
                 os._exit(70)
-            # What exists at the fork is the interpreter's; what the call
-            # adds is torn down at its exit (_nexa_leave_fork).
-            return {"a2b": binascii.a2b_base64, "modules": set(sys.modules),
-                    "main": set(vars(sys.modules["__main__"]))}
-        for fd in fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        if pid > 0:
-            try:
-                # The child does it too; doing it here as well means the
-                # group exists before nexa learns the pid.
-                os.setpgid(pid, pid)
-            except OSError:
-                pass
-            live[pid] = False
-            send({"id": ident, "pid": pid})
-        else:
-            send({"id": ident, "error": err})
+            return warm
+        mine.close()
+        try:
+            # The child does it too; doing it here as well means the group
+            # exists before nexa learns the pid.
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        live[pid] = False
+        try:
+            send({"spare": pid}, [nexas.fileno()])
+        finally:
+            nexas.close()
         return None
 
     def reap():
+        # Reports each child's exit once, then reaps it once nexa has
+        # released it (nexa releases only a child it knows has exited).
         for pid in list(live):
             if not live[pid]:
                 try:
@@ -217,28 +366,28 @@ def _nexa_zygote():
                     continue
                 if not data:
                     return None  # nexa closed the connection, or exited
-                fds = []
                 for level, kind, blob in anc:
+                    # Nothing nexa sends here carries descriptors.
                     if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                         usable = len(blob) - len(blob) % 4
-                        fds.extend(memoryview(blob)[:usable].cast("i"))
+                        for fd in memoryview(blob)[:usable].cast("i"):
+                            try:
+                                os.close(fd)
+                            except OSError:
+                                pass
                 try:
                     msg = json.loads(data.decode("ascii"))
                     op = msg.get("op")
                 except (ValueError, AttributeError):
                     msg, op = {}, None
-                if op == "spawn":
-                    child = spawn(msg, fds, flags)
+                if op == "fork":
+                    child = fork_spare()
                     if child is not None:
                         return child
-                else:
-                    for fd in fds:
-                        try:
-                            os.close(fd)
-                        except OSError:
-                            pass
-                    if op == "release":
-                        released.add(msg.get("pid"))
+                elif op == "release":
+                    pid = msg.get("pid")
+                    if pid in live:
+                        released.add(pid)
             reap()
 
     try:
@@ -269,16 +418,7 @@ def _nexa_main(warm):
     import importlib
     import importlib.util
 
-    # Move the result channel away from fd 3 so that user code that opens
-    # files or spawns processes cannot write to it by accident.
-    try:
-        import fcntl
-
-        out = fcntl.fcntl(3, fcntl.F_DUPFD, 200)
-    except Exception:
-        out = os.dup(3)
-    os.set_inheritable(out, False)
-    os.close(3)
+    out = -1  # the result channel
 
     def close_inherited(keep):
         # A sandboxed tool must not hold descriptors nexa itself inherited
@@ -310,63 +450,6 @@ def _nexa_main(warm):
             except OSError:
                 pass
 
-    if sys.version_info < (3, 8):
-        finish({"fatal": "Python 3.8 or newer is required, found %s" % (sys.version.split()[0],)})
-        return 2
-
-    try:
-        raw = sys.stdin.buffer.read()
-        try:
-            null = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(null, 0)
-            os.close(null)
-        except OSError:
-            pass
-        request = json.loads(raw.decode("utf-8"))
-        if warm is not None:
-            # A forked call: the zygote's environment is the one a fresh
-            # interpreter would have started with, but for the call's own
-            # variables; set them, and go to the working directory.
-            environ = warm["a2b"](request["environ"].encode("ascii"))
-            for entry in environ.split(b"\0"):
-                key, sep, value = entry.partition(b"=")
-                if sep and key:
-                    os.environb[key] = value
-            del environ
-            cwd = request.get("cwd")
-            if cwd:
-                try:
-                    os.chdir(cwd)
-                except OSError as exc:
-                    finish({"fatal": "working directory %s is not usable (%s)" % (cwd, exc.strerror or type(exc).__name__)})
-                    return 2
-            # Import caches made by the server must not hide files created
-            # since it started.
-            importlib.invalidate_caches()
-        kind = request["kind"]
-        source = request["source"]
-        function = request["function"]
-        params = request["params"]
-        arguments = request["arguments"]
-        secrets = request.get("secrets") or {}
-        if request.get("close_fds"):
-            close_inherited(out)
-
-        if kind not in ("body", "file"):
-            raise ValueError("unknown kind %r" % (kind,))
-        if not isinstance(source, str) or not isinstance(function, str):
-            raise ValueError("source and function must be strings")
-        if not isinstance(arguments, dict) or not isinstance(secrets, dict):
-            raise ValueError("arguments and secrets must be objects")
-        for name in params:
-            if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-                raise ValueError("invalid parameter name")
-    except BaseException as exc:
-        # Only the exception type and a generic message: a request may hold
-        # secrets, and a decoder message could quote them.
-        finish({"fatal": "bad request from nexa (%s)" % (type(exc).__name__,)})
-        return 2
-
     class ToolOutcomeUnknown(Exception):
         """Raise to say the tool cannot know whether its effect happened."""
 
@@ -394,9 +477,6 @@ def _nexa_main(warm):
 
         def __repr__(self):
             return "<nexa_secrets>"
-
-    nexa_secrets = NexaSecrets(secrets)
-    del secrets, request, raw
 
     def is_unknown(exc):
         return isinstance(exc, ToolOutcomeUnknown) or type(exc).__name__ == "ToolOutcomeUnknown"
@@ -430,6 +510,81 @@ def _nexa_main(warm):
             return json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError):
             return str(value)
+
+    if warm is not None:
+        # A forked child: everything above ran before it was given a call.
+        # Wait for one now; its request, and its result channel (already on
+        # a high close-on-exec descriptor), come on the child's own socket.
+        raw, out = warm.pop("claim")()
+    else:
+        # Move the result channel away from fd 3 so that user code that
+        # opens files or spawns processes cannot write to it by accident.
+        try:
+            import fcntl
+
+            out = fcntl.fcntl(3, fcntl.F_DUPFD, 200)
+        except Exception:
+            out = os.dup(3)
+        os.set_inheritable(out, False)
+        os.close(3)
+
+    if sys.version_info < (3, 8):
+        finish({"fatal": "Python 3.8 or newer is required, found %s" % (sys.version.split()[0],)})
+        return 2
+
+    try:
+        if warm is None:  # a forked child's stdin is /dev/null already
+            raw = sys.stdin.buffer.read()
+            try:
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.close(null)
+            except OSError:
+                pass
+        request = json.loads(raw.decode("utf-8"))
+        if warm is not None:
+            # A forked call: the zygote's environment is the one a fresh
+            # interpreter would have started with, but for the call's own
+            # variables; set them, and go to the working directory.
+            environ = warm["a2b"](request["environ"].encode("ascii"))
+            for entry in environ.split(b"\0"):
+                key, sep, value = entry.partition(b"=")
+                if sep and key:
+                    os.environb[key] = value
+            del environ
+            cwd = request.get("cwd")
+            if cwd:
+                try:
+                    os.chdir(cwd)
+                except OSError as exc:
+                    finish({"fatal": "working directory %s is not usable (%s)" % (cwd, exc.strerror or type(exc).__name__)})
+                    return 2
+        kind = request["kind"]
+        source = request["source"]
+        function = request["function"]
+        params = request["params"]
+        arguments = request["arguments"]
+        secrets = request.get("secrets") or {}
+        if request.get("close_fds"):
+            close_inherited(out)
+
+        if kind not in ("body", "file"):
+            raise ValueError("unknown kind %r" % (kind,))
+        if not isinstance(source, str) or not isinstance(function, str):
+            raise ValueError("source and function must be strings")
+        if not isinstance(arguments, dict) or not isinstance(secrets, dict):
+            raise ValueError("arguments and secrets must be objects")
+        for name in params:
+            if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+                raise ValueError("invalid parameter name")
+    except BaseException as exc:
+        # Only the exception type and a generic message: a request may hold
+        # secrets, and a decoder message could quote them.
+        finish({"fatal": "bad request from nexa (%s)" % (type(exc).__name__,)})
+        return 2
+
+    nexa_secrets = NexaSecrets(secrets)
+    del secrets, request, raw
 
     sys.dont_write_bytecode = True
     started = False
@@ -513,8 +668,11 @@ def _nexa_leave_fork(warm, rc):
     # An ordinary exit would also tear down the whole interpreter inherited
     # from the zygote, which after a fork writes to (and so copies) nearly
     # every page of its heap: about 40 ms a call, against a few here.
-    import os
-    import gc
+    # gc and atexit come from the zygote: a fresh interpreter has not
+    # imported them, so a call may not have either, and importing them here
+    # would cost more than the rest of the exit.
+    os = sys.modules["os"]
+    gc = warm["gc"]
 
     try:
         threading = sys.modules.get("threading")
@@ -523,9 +681,7 @@ def _nexa_leave_fork(warm, rc):
     except BaseException:
         pass
     try:
-        import atexit
-
-        atexit._run_exitfuncs()
+        warm["atexit"]._run_exitfuncs()
     except BaseException:
         pass
 

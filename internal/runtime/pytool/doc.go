@@ -22,7 +22,8 @@
 // # Protocol
 //
 //   - stdin carries one JSON request, read to EOF, then replaced by
-//     /dev/null:
+//     /dev/null (a forked call gets it on its own socket instead, and its
+//     stdin is /dev/null from the start):
 //     {"kind": "body"|"file", "source": text or path, "function": tool name,
 //     "params": [names], "arguments": {…}, "secrets": {…},
 //     "close_fds": true for a sandboxed call (close every inherited
@@ -35,7 +36,7 @@
 //     FunctionDef), so string literals in the body keep their exact text
 //     and traceback line numbers are the body's own. Parameter names are
 //     checked in Go (identifier, not a Python keyword) and again in Python.
-//   - fd 3 (cmd.ExtraFiles; in a forked call, moved there by the child) is
+//   - fd 3 (cmd.ExtraFiles; a forked call gets it on its own socket) is
 //     the result channel, newline-delimited JSON.
 //     The bootstrap moves it to a high close-on-exec descriptor before any
 //     user code runs, so print, open or subprocess cannot touch it by
@@ -114,23 +115,47 @@
 // directory and process-group rule as a per-call interpreter. It imports
 // what the bootstrap imports (with the working directory off sys.path, as
 // for a call), closes every descriptor it inherited but 0-2 and its control
-// socket, and waits. It never runs user code and never sees a call's arguments,
-// secrets, environment variables or result: it only receives, over a
-// SOCK_SEQPACKET socket pair (fd 3) with SCM_RIGHTS, the three pipe ends
-// of a call (stdin, output, result channel), forks, and reports the pid.
+// socket, and waits. It never runs user code and never sees a call's
+// arguments, secrets, environment variables or result: over a
+// SOCK_SEQPACKET socket pair (fd 3) it only forks children on request and
+// reports their pids and exits.
 //
-// The child, before anything else: restores SIGCHLD, makes its own process
-// group (setpgid, as the per-call path does; the zygote does it as well, so
-// the group exists before nexa learns the pid), moves the pipes onto 0, 1,
-// 2 and 3, closes every other descriptor (the control socket included),
-// drops from sys.modules what only the zygote imported (so a call imports
-// those afresh, as it would in a fresh interpreter) and resets sys.argv.
-// nexa sends the request only once it knows the pid; the child then sets the
-// call variables in its environment (the zygote's environment is otherwise
-// exactly what the interpreter started with, wrapper changes included),
-// changes to the working directory (by path, so a directory removed and
-// made again works; a missing one is a *StartError), invalidates the
-// import caches, and runs the same per-call code as a fresh interpreter.
+// Children are forked ahead of their calls: one as soon as the zygote is
+// ready, and the next one as soon as a call takes the one waiting (a call
+// that finds none waits for the one it asked for). A child is a clean fork
+// of the zygote, which is the same at every fork since it never runs user
+// code, so forking it early changes nothing a call can see. With the pid
+// comes nexa's end of a stream socket of the child's own (SCM_RIGHTS); the
+// zygote keeps no copy. Before its call is known the child: restores
+// SIGCHLD, makes its own process group (setpgid, as the per-call path
+// does; the zygote does it as well, so the group exists before nexa learns
+// the pid), closes the zygote's descriptors (its control socket, its
+// wake-up pipe, nexa's end of the child's socket; the zygote closed what
+// it inherited, and its stdin is /dev/null), runs the bootstrap's
+// per-process set-up, marks the import caches the zygote built as stale
+// (they are read again at the first import after that, which is the
+// call's), and rehearses a call's set-up and end on made-up data, step by
+// step, stopping as soon as a call is waiting (it would only delay it): after a fork, the first write to a page
+// copies it and the first run of a piece of the interpreter's machine code
+// maps it again, and those page faults were most of what a call cost. The
+// rehearsal runs none of the tool's code and keeps nothing (the call
+// variables it sets are removed again). Then it waits on its socket.
+//
+// A call sends the child, over that socket, its output pipe and result
+// channel (SCM_RIGHTS) with the first bytes of the request, then the rest,
+// then end of file. Only now does the child learn anything of the call: it
+// checks that its zygote is still its parent (if not, it refuses the call
+// with an "orphaned" record and exits, having run nothing, and nexa runs
+// the call on a new zygote), moves the pipes onto 1, 2 and a high
+// close-on-exec descriptor, sets the call variables in its environment
+// (the zygote's environment is otherwise exactly what the interpreter
+// started with, wrapper changes included), changes to the working
+// directory (by path, so a directory removed and made again works; a
+// missing one is a *StartError), and runs the same per-call code as a
+// fresh interpreter. A child nobody takes leaves when its socket reaches
+// end of file: when nexa replaces or stops the zygote, closes the
+// executor, or exits; the zygote also kills its children's groups when it
+// stops.
 // It ends as a fresh interpreter's exit does, in the same order: non-daemon
 // threads are joined, atexit handlers run, the standard streams are
 // flushed, and what the call created (the modules it imported, the names it
@@ -139,8 +164,8 @@
 // Then it leaves with os._exit instead of tearing down the whole inherited
 // interpreter: that teardown writes to nearly every page of the zygote's
 // heap and so copies it, which cost about 40 ms a call. The zygote freezes
-// its objects (gc.freeze) before it forks, so a child's collector walks
-// only what its call made.
+// its objects (gc.freeze) once it has started, so a child's collector
+// walks only what was made since (mostly its call's objects).
 //
 // So each call is still a new process forked from a zygote that never ran
 // user code: globals, imported modules, os.environ, cwd, signal handlers,
@@ -161,21 +186,27 @@
 // Measured on a trivial tool (docs/benchmarks.md, "Python tools"): a warm
 // call costs less than the interpreter's own start (`python3 -c pass`); the
 // first call of a zygote pays for starting it. See BenchmarkPythonCall,
-// BenchmarkPythonCallWarm and BenchmarkInterpreterStartup.
+// BenchmarkPythonCallWarm, BenchmarkPythonCallWarmSpaced and
+// BenchmarkInterpreterStartup.
 //
 // The zygote reports each child's exit ({"exited": pid, ...}) but leaves it
 // an unreaped zombie until nexa, having killed its process group, releases
 // it: the group id cannot have been reused, as on the per-call path.
 // Timeouts, cancellation, exit status and the outcome mapping are therefore
-// the same. If the zygote dies during a call (a tool can kill its parent),
+// the same. nexa also holds a pidfd of each child (where the kernel has
+// them), so it learns of the exit without waiting for the zygote to notice
+// it; the zygote's report still says how a child without a result ended. If the zygote dies during a call (a tool can kill its parent),
 // nexa kills the call's group at once and the call ends as unknown (or with
 // its result, if it had been delivered).
 //
 // A zygote that is dead, fails to fork in time or stops answering is
 // replaced, once per call; if a new one cannot start (or its start failed
 // twice in a row for that key, or there are already four zygotes busy), the
-// call takes the per-call path. A call falls back only before its request
-// was sent, so nothing of it has run; nothing is ever run less isolated.
+// call takes the per-call path. A call falls back only when nothing of it
+// has run: before its request was sent, or when its child refused it or
+// died with its zygote before the start record (the result channel, read
+// to its end, has neither a start nor a final record); nothing is ever run
+// less isolated.
 // Executor.Close closes the control sockets: each zygote kills its
 // children's process groups and exits (it is killed after 3 s otherwise),
 // and Close waits for that. A zygote also exits when nexa exits, however

@@ -850,7 +850,18 @@ func BenchmarkPythonCallWarm(b *testing.B) {
 	benchmarkCall(b, Options{Python: os.Getenv("NEXA_PYTHON")})
 }
 
-func benchmarkCall(b *testing.B, opts Options) {
+// BenchmarkPythonCallWarmSpaced is BenchmarkPythonCallWarm with a pause
+// between calls (off the clock), as an agent makes them (a model turn
+// between two tool calls): the child forked ahead of time for the next
+// call has finished preparing when the call comes. Back to back, a call
+// also waits for the rest of that preparation.
+func BenchmarkPythonCallWarmSpaced(b *testing.B) {
+	benchmarkCallPaced(b, Options{Python: os.Getenv("NEXA_PYTHON")}, 100*time.Millisecond)
+}
+
+func benchmarkCall(b *testing.B, opts Options) { benchmarkCallPaced(b, opts, 0) }
+
+func benchmarkCallPaced(b *testing.B, opts Options, pause time.Duration) {
 	requirePython(b)
 	ex := New(opts)
 	defer ex.Close()
@@ -863,6 +874,11 @@ func benchmarkCall(b *testing.B, opts Options) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		if pause > 0 {
+			b.StopTimer()
+			time.Sleep(pause)
+			b.StartTimer()
+		}
 		out, err := ex.Execute(context.Background(), inv)
 		if err != nil || out.Output != "hi" {
 			b.Fatalf("Execute: %+v, %v", out, err)

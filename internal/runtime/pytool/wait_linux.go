@@ -1,6 +1,11 @@
 package pytool
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
 
 // supported reports nil: Python tools run on this system.
 func supported() error { return nil }
@@ -9,4 +14,14 @@ func supported() error { return nil }
 // kept (SOCK_SEQPACKET), closed on exec.
 func controlSocketpair() ([2]int, error) {
 	return syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+}
+
+// openPidfd returns a pidfd of pid (non-blocking, so it can be polled), or
+// nil where the kernel has none.
+func openPidfd(pid int) *os.File {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return nil
+	}
+	return os.NewFile(uintptr(fd), "pidfd")
 }

@@ -2,7 +2,10 @@
 
 package pytool
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
 // errUnsupported is why no Python tool runs here: a call's process group
 // is stopped only after waiting for its leader without reaping it (waitid),
@@ -15,3 +18,6 @@ func supported() error { return errUnsupported }
 
 // controlSocketpair is never called on this system: Execute refuses first.
 func controlSocketpair() ([2]int, error) { return [2]int{-1, -1}, errUnsupported }
+
+// openPidfd is never called on this system: Execute refuses first.
+func openPidfd(int) *os.File { return nil }

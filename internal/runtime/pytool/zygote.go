@@ -1,6 +1,7 @@
 package pytool
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -44,6 +45,9 @@ const (
 	// defaultZygoteSpawn bounds the wait for a fork's pid; a zygote that
 	// takes longer is misbehaving and is replaced.
 	defaultZygoteSpawn = 10 * time.Second
+	// spareTarget is how many forked children a zygote keeps waiting for
+	// a call, besides those that calls are already waiting for.
+	spareTarget = 1
 	// zygoteStopWait is how long a stopped zygote may take to exit on
 	// its own (it kills its children first) before it is killed.
 	zygoteStopWait = 3 * time.Second
@@ -268,24 +272,70 @@ type zygote struct {
 	out    *tailBuffer   // the zygote's own output, for diagnostics
 	exited chan struct{} // closed once the process has been reaped
 
-	mu      sync.Mutex
-	nextID  uint64
-	pending map[uint64]*warmProc // spawns waiting for their pid
-	procs   map[int]*warmProc    // children waiting for their exit
-	dead    chan struct{}        // closed when the zygote stops serving
-	why     string               // why it stopped
+	mu        sync.Mutex
+	requested int               // fork requests not answered yet
+	idle      []*spare          // forked children waiting for a call
+	waiters   []chan spareReply // calls waiting for a child, oldest first
+	procs     map[int]*spare    // every child not yet released
+	dead      chan struct{}     // closed when the zygote stops serving
+	why       string            // why it stopped
 
 	stopOnce sync.Once
 }
 
-// warmProc is one forked call as the control connection sees it.
-type warmProc struct {
-	reply chan spawnReply // the fork's pid or error
+// spare is one child forked by the zygote: first a clean fork waiting on a
+// socket of its own for a call (idle), then, once a call has taken it
+// (owned), that call's process.
+type spare struct {
+	pid  int
+	conn *net.UnixConn // nexa's end of the child's socket
+	// owned is set while a call holds the child: its exit report goes to
+	// exit. A child nobody holds is released as soon as it has exited.
+	// Guarded by zygote.mu.
+	owned bool
 	exit  chan exitStatus // the child's exit (it is then an unreaped zombie)
+	// pidfd, when the kernel has them, tells nexa itself that the child
+	// has exited, without waiting for the zygote's report (which says how).
+	pidfd *os.File
 }
 
-type spawnReply struct {
-	pid int
+// close lets go of nexa's handles on the child: its socket (a child still
+// waiting for a call sees end of file and leaves) and its pidfd.
+func (sp *spare) close() {
+	sp.conn.Close()
+	if sp.pidfd != nil {
+		sp.pidfd.Close()
+	}
+}
+
+// exited returns a channel closed once the child has exited, as its pidfd
+// tells; nil (never ready) without one. It must be asked before close.
+func (sp *spare) exited() <-chan struct{} {
+	if sp.pidfd == nil {
+		return nil
+	}
+	rc, err := sp.pidfd.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	ch := make(chan struct{})
+	go func() {
+		// A pidfd becomes readable when its process exits. The check runs
+		// once before the wait and again after each wake-up.
+		err := rc.Read(func(fd uintptr) bool {
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			n, err := unix.Poll(fds, 0)
+			return err == nil && n > 0
+		})
+		if err == nil {
+			close(ch)
+		}
+	}()
+	return ch
+}
+
+type spareReply struct {
+	sp  *spare
 	err string
 }
 
@@ -307,16 +357,16 @@ func (st exitStatus) describe() string {
 // zmsg is a message from the zygote.
 type zmsg struct {
 	Ready  bool   `json:"ready"`
-	ID     uint64 `json:"id"`
 	Pid    int    `json:"pid"`
+	Spare  *int   `json:"spare"`
 	Error  string `json:"error"`
 	Exited int    `json:"exited"`
 	Code   *int   `json:"code"`
 	Signal *int   `json:"signal"`
 }
 
-// startZygote starts a zygote in dir with env and waits for its ready
-// message.
+// startZygote starts a zygote in dir with env, waits for its ready message
+// and has it fork its first spare child.
 func startZygote(python, program, dir string, env []string, bound time.Duration) (*zygote, error) {
 	fds, err := controlSocketpair()
 	if err != nil {
@@ -364,8 +414,7 @@ func startZygote(python, program, dir string, env []string, bound time.Duration)
 	}
 	z := &zygote{
 		pid: cmd.Process.Pid, proc: cmd.Process, conn: conn, out: &tailBuffer{max: tailSize},
-		exited: make(chan struct{}), pending: map[uint64]*warmProc{}, procs: map[int]*warmProc{},
-		dead: make(chan struct{}),
+		exited: make(chan struct{}), procs: map[int]*spare{}, dead: make(chan struct{}),
 	}
 	outDone := make(chan struct{})
 	go func() {
@@ -401,6 +450,11 @@ func startZygote(python, program, dir string, env []string, bound time.Duration)
 		return nil, fmt.Errorf("zygote did not start: %v%s", err, z.out.explain())
 	}
 	go z.readLoop()
+	// The first call finds a child already forked.
+	z.mu.Lock()
+	n = z.refillLocked()
+	z.mu.Unlock()
+	z.requestForks(n)
 	return z, nil
 }
 
@@ -430,8 +484,15 @@ func (z *zygote) stopWith(why string) {
 		z.mu.Lock()
 		z.why = why
 		close(z.dead)
+		idle := z.idle
+		z.idle = nil
 		z.mu.Unlock()
 		z.conn.Close()
+		// Its idle children see end of file and leave (the zygote kills
+		// them too, unless it is already dead).
+		for _, sp := range idle {
+			sp.close()
+		}
 		go func() {
 			if !waitFor(z.exited, zygoteStopWait) {
 				z.kill()
@@ -456,8 +517,9 @@ func (z *zygote) kill() { _ = z.proc.Kill() }
 // readLoop dispatches the zygote's messages until the connection ends.
 func (z *zygote) readLoop() {
 	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(4*4))
 	for {
-		n, err := z.conn.Read(buf)
+		n, oobn, _, _, err := z.conn.ReadMsgUnix(buf, oob)
 		if err != nil {
 			why := "its control connection closed"
 			if !errors.Is(err, io.EOF) {
@@ -466,17 +528,49 @@ func (z *zygote) readLoop() {
 			z.stopWith("the warm interpreter stopped (" + why + ")" + z.out.explain())
 			return
 		}
+		fds := receivedFDs(oob[:oobn])
+		if n == 0 {
+			closeFDs(fds)
+			z.stopWith("the warm interpreter stopped (its control connection closed)" + z.out.explain())
+			return
+		}
 		var m zmsg
 		if err := json.Unmarshal(buf[:n], &m); err != nil {
+			closeFDs(fds)
 			z.stopWith("the warm interpreter sent a garbled message")
 			return
 		}
-		z.dispatch(m)
+		z.dispatch(m, fds)
 	}
 }
 
-func (z *zygote) dispatch(m zmsg) {
+// receivedFDs returns the descriptors passed with a message (already
+// close-on-exec: the net package receives with MSG_CMSG_CLOEXEC).
+func receivedFDs(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for i := range msgs {
+		if got, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+			fds = append(fds, got...)
+		}
+	}
+	return fds
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		_ = unix.Close(fd)
+	}
+}
+
+func (z *zygote) dispatch(m zmsg, fds []int) {
 	switch {
+	case m.Spare != nil:
+		z.gotSpare(*m.Spare, m.Error, fds)
+		return
 	case m.Exited > 0:
 		st := exitStatus{}
 		if m.Signal != nil {
@@ -485,26 +579,105 @@ func (z *zygote) dispatch(m zmsg) {
 			st.code = *m.Code
 		}
 		z.mu.Lock()
-		p := z.procs[m.Exited]
+		sp := z.procs[m.Exited]
 		delete(z.procs, m.Exited)
-		z.mu.Unlock()
-		if p != nil {
-			p.exit <- st
-		} else {
-			// A child whose caller gave up before its pid arrived: it
-			// never got a request, so it ran nothing; let it be reaped.
-			go z.release(m.Exited)
+		if sp != nil && sp.owned {
+			sp.exit <- st // buffered; one report per child
+			z.mu.Unlock()
+			break
 		}
-	case m.ID != 0:
-		z.mu.Lock()
-		p := z.pending[m.ID]
-		delete(z.pending, m.ID)
-		if p != nil && m.Pid > 0 {
-			z.procs[m.Pid] = p
+		if sp != nil {
+			z.idle = slicesDelete(z.idle, sp)
 		}
 		z.mu.Unlock()
-		if p != nil {
-			p.reply <- spawnReply{pid: m.Pid, err: m.Error}
+		// A child no call holds (idle, or given up before its request):
+		// it ran nothing; let it be reaped.
+		if sp != nil {
+			sp.close()
+		}
+		go z.release(m.Exited)
+	}
+	closeFDs(fds)
+}
+
+// slicesDelete removes sp from list, keeping the order.
+func slicesDelete(list []*spare, sp *spare) []*spare {
+	for i, x := range list {
+		if x == sp {
+			return append(list[:i:i], list[i+1:]...)
+		}
+	}
+	return list
+}
+
+// gotSpare takes a forked child (pid, with nexa's end of its socket as the
+// one descriptor) to the oldest waiting call, else to the idle list. A
+// failed fork (pid 0) is reported to the oldest waiting call.
+func (z *zygote) gotSpare(pid int, forkErr string, fds []int) {
+	var conn *net.UnixConn
+	if pid > 0 && len(fds) == 1 {
+		f := os.NewFile(uintptr(fds[0]), "spare")
+		fc, err := net.FileConn(f)
+		f.Close()
+		if c, ok := fc.(*net.UnixConn); err == nil && ok {
+			conn = c
+		} else if fc != nil {
+			fc.Close()
+		}
+	} else {
+		closeFDs(fds)
+	}
+	if forkErr == "" && conn == nil {
+		forkErr = "no socket came with the forked child"
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.requested--
+	if conn == nil {
+		// A child without a usable socket sees end of file and leaves;
+		// its exit report, finding no owner, releases it.
+		if len(z.waiters) > 0 {
+			ch := z.waiters[0]
+			z.waiters = z.waiters[1:]
+			ch <- spareReply{err: forkErr}
+		}
+		return
+	}
+	sp := &spare{pid: pid, conn: conn, exit: make(chan exitStatus, 1)}
+	// The child stays an unreaped zombie until released, so its pid still
+	// names it.
+	sp.pidfd = openPidfd(pid)
+	z.procs[pid] = sp
+	switch {
+	case !z.alive():
+		sp.close()
+	case len(z.waiters) > 0:
+		ch := z.waiters[0]
+		z.waiters = z.waiters[1:]
+		sp.owned = true
+		ch <- spareReply{sp: sp}
+	default:
+		z.idle = append(z.idle, sp)
+	}
+}
+
+// refillLocked counts the fork requests to send so that every waiting call
+// and spareTarget more will have a child, and records them as requested.
+func (z *zygote) refillLocked() int {
+	n := len(z.waiters) + spareTarget - z.requested - len(z.idle)
+	if n < 0 || !z.alive() {
+		return 0
+	}
+	z.requested += n
+	return n
+}
+
+// requestForks asks the zygote for n more children.
+func (z *zygote) requestForks(n int) {
+	for i := 0; i < n; i++ {
+		if _, err := z.conn.Write([]byte(`{"op":"fork"}`)); err != nil {
+			z.stopWith("the warm interpreter stopped (its control connection failed: " + err.Error() + ")")
+			return
 		}
 	}
 }
@@ -515,123 +688,164 @@ func (z *zygote) release(pid int) {
 	_, _ = z.conn.Write(fmt.Appendf(nil, `{"op":"release","pid":%d}`, pid))
 }
 
-// spawn asks the zygote to fork a call whose stdin, output and result
-// channel are files. fault reports that the zygote failed (it died, did not
-// answer in time, or the message could not be sent): it should be replaced.
-func (z *zygote) spawn(ctx context.Context, timeout time.Duration, files [3]*os.File) (pid int, p *warmProc, fault bool, err error) {
-	p = &warmProc{reply: make(chan spawnReply, 1), exit: make(chan exitStatus, 1)}
+// take hands a forked child to a call: one already waiting, else the next
+// one forked. The zygote is asked at once for a child to replace it, so
+// the next call finds one waiting too. fault reports that the zygote
+// failed (it died, did not fork in time, or could not be asked): it should
+// be replaced.
+func (z *zygote) take(ctx context.Context, timeout time.Duration) (sp *spare, fault bool, err error) {
 	z.mu.Lock()
 	if !z.alive() {
 		z.mu.Unlock()
-		return 0, nil, true, errors.New(z.why)
+		return nil, true, errors.New(z.reason())
 	}
-	z.nextID++
-	id := z.nextID
-	z.pending[id] = p
+	var ch chan spareReply
+	if len(z.idle) > 0 {
+		sp = z.idle[0]
+		z.idle = z.idle[1:]
+		sp.owned = true
+	} else {
+		ch = make(chan spareReply, 1)
+		z.waiters = append(z.waiters, ch)
+	}
+	n := z.refillLocked()
 	z.mu.Unlock()
-	forget := func() {
-		z.mu.Lock()
-		delete(z.pending, id)
-		z.mu.Unlock()
+	z.requestForks(n)
+	if sp != nil {
+		return sp, false, nil
 	}
 
-	// Fd puts the files in blocking mode, which is what the child needs
-	// (exec.Cmd does the same for the files it passes).
-	rights := unix.UnixRights(int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd()))
-	_, _, err = z.conn.WriteMsgUnix(fmt.Appendf(nil, `{"op":"spawn","id":%d}`, id), rights, nil)
-	if err != nil {
-		forget()
-		return 0, nil, true, fmt.Errorf("send to the warm interpreter: %w", err)
-	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
+	var r spareReply
 	select {
-	case r := <-p.reply:
-		if r.err != "" || r.pid <= 0 {
-			return 0, nil, false, fmt.Errorf("the warm interpreter could not fork: %s", r.err)
-		}
-		return r.pid, p, false, nil
+	case r = <-ch:
 	case <-z.dead:
-		forget()
-		return 0, nil, true, errors.New(z.reason())
-	case <-t.C:
-		forget()
-		return 0, nil, true, fmt.Errorf("the warm interpreter did not fork within %s", timeout)
-	case <-ctx.Done():
-		forget()
-		select {
-		case r := <-p.reply:
-			if r.pid > 0 {
-				z.abandon(r.pid, p)
-			}
-		default:
+		if r = z.stopWaiting(ch); r.sp != nil {
+			z.giveUp(r.sp)
 		}
-		return 0, nil, false, ctx.Err()
+		return nil, true, errors.New(z.reason())
+	case <-t.C:
+		if r = z.stopWaiting(ch); r.sp == nil {
+			return nil, true, fmt.Errorf("the warm interpreter did not fork within %s", timeout)
+		}
+	case <-ctx.Done():
+		if r = z.stopWaiting(ch); r.sp != nil {
+			z.putBack(r.sp)
+		}
+		return nil, false, ctx.Err()
 	}
+	if r.sp == nil {
+		return nil, false, fmt.Errorf("the warm interpreter could not fork: %s", r.err)
+	}
+	return r.sp, false, nil
 }
 
-// abandon gives up a forked child whose caller no longer wants it (it got
-// no request, so it runs nothing and exits): the zygote may reap it once it
-// has exited.
-func (z *zygote) abandon(pid int, p *warmProc) {
+// stopWaiting withdraws a call's wait for a child, returning what was
+// handed to it meanwhile, if anything.
+func (z *zygote) stopWaiting(ch chan spareReply) spareReply {
 	z.mu.Lock()
-	waiting := z.procs[pid] == p
-	if waiting {
-		delete(z.procs, pid) // its exit report will find no taker: released then
+	defer z.mu.Unlock()
+	for i, w := range z.waiters {
+		if w == ch {
+			z.waiters = append(z.waiters[:i:i], z.waiters[i+1:]...)
+			return spareReply{}
+		}
+	}
+	return <-ch // handed over under the lock, so it is there
+}
+
+// putBack returns a child that got nothing from its call to the idle list.
+func (z *zygote) putBack(sp *spare) {
+	z.mu.Lock()
+	if _, known := z.procs[sp.pid]; known && z.alive() {
+		sp.owned = false
+		z.idle = append([]*spare{sp}, z.idle...)
+		z.mu.Unlock()
+		return
 	}
 	z.mu.Unlock()
+	z.giveUp(sp)
+}
+
+// giveUp lets go of a child that got no request (it runs nothing): its
+// socket is closed, so it leaves, and it is released once it has exited.
+func (z *zygote) giveUp(sp *spare) {
+	sp.close()
+	z.mu.Lock()
+	_, waiting := z.procs[sp.pid]
+	sp.owned = false // its exit report will find no owner: released then
+	z.mu.Unlock()
 	if !waiting {
-		go z.release(pid) // it has already exited
+		go z.release(sp.pid) // it has already exited
 	}
 }
 
-// warmCall is a forked call's pid and nexa's ends of its pipes.
+// handOver sends a call to the child sp: its output pipe and result channel
+// (SCM_RIGHTS) with the first bytes of the request. It returns how much of
+// the request went; an error means nothing did, and the child ran nothing.
+func (sp *spare) handOver(payload []byte, logW, resW *os.File) (int, error) {
+	first := payload
+	if len(first) > 64<<10 {
+		first = first[:64<<10]
+	}
+	// Fd puts the files in blocking mode, which is what the child needs
+	// (exec.Cmd does the same for the files it passes).
+	rights := unix.UnixRights(int(logW.Fd()), int(resW.Fd()))
+	n, _, err := sp.conn.WriteMsgUnix(first, rights, nil)
+	return n, err
+}
+
+// warmCall is a forked call's child and nexa's ends of its pipes.
 type warmCall struct {
-	pid              int
-	proc             *warmProc
-	reqW, logR, resR *os.File
+	sp         *spare
+	logR, resR *os.File
 }
 
-// forkCall creates the call's pipes and has z fork a child on them.
-func forkCall(ctx context.Context, z *zygote, timeout time.Duration) (wc *warmCall, fault bool, err error) {
-	reqR, reqW, err := os.Pipe()
-	if err != nil {
-		return nil, false, err
-	}
+// startCall has a child of z take the call: a waiting child gets the
+// output pipe, the result channel and the first bytes of payload (the
+// caller sends the rest). fault reports that the zygote failed; a call
+// that gets no child ran nothing.
+func startCall(ctx context.Context, z *zygote, timeout time.Duration, payload []byte) (wc *warmCall, sent int, fault bool, err error) {
 	logR, logW, err := os.Pipe()
 	if err != nil {
-		reqR.Close()
-		reqW.Close()
-		return nil, false, err
+		return nil, 0, false, err
 	}
 	resR, resW, err := os.Pipe()
 	if err != nil {
-		reqR.Close()
-		reqW.Close()
 		logR.Close()
 		logW.Close()
-		return nil, false, err
+		return nil, 0, false, err
 	}
-	pid, proc, fault, err := z.spawn(ctx, timeout, [3]*os.File{reqR, logW, resW})
-	// The zygote received its own copies (and passed them to the child);
-	// ours must go so EOF can be seen.
-	reqR.Close()
-	logW.Close()
-	resW.Close()
-	if err != nil {
-		// A child may exist whose pid never arrived: closing the request
-		// pipe unwritten makes it exit without running anything.
-		reqW.Close()
-		logR.Close()
-		resR.Close()
-		return nil, fault, err
+	// The child receives its own copies of the write ends; ours must go so
+	// EOF can be seen.
+	defer logW.Close()
+	defer resW.Close()
+	for tries := 1; ; tries++ {
+		sp, fault, err := z.take(ctx, timeout)
+		if err != nil {
+			logR.Close()
+			resR.Close()
+			return nil, 0, fault, err
+		}
+		n, err := sp.handOver(payload, logW, resW)
+		if err == nil {
+			return &warmCall{sp: sp, logR: logR, resR: resR}, n, false, nil
+		}
+		// The child is gone (killed from outside) or its socket broke:
+		// it got nothing. Take another.
+		z.giveUp(sp)
+		if ctx.Err() != nil || !z.alive() || tries == 3 {
+			logR.Close()
+			resR.Close()
+			return nil, 0, ctx.Err() == nil, fmt.Errorf("hand the call to a forked child: %w", err)
+		}
 	}
-	return &warmCall{pid: pid, proc: proc, reqW: reqW, logR: logR, resR: resR}, false, nil
 }
 
-// runWarm runs an unsandboxed call forked by a zygote. ok is false when the
-// call did not start there and must take the per-call path: nothing of it
-// ran (its request was never sent).
+// runWarm runs an unsandboxed call in a child forked by a zygote. ok is
+// false when the call did not start there and must take the per-call path:
+// nothing of it ran (no child received its request).
 func (e *Executor) runWarm(ctx context.Context, inv runtime.Invocation, req *request) (out runtime.Outcome, ok bool, err error) {
 	zs := e.zygotes
 	dir := inv.WorkDir
@@ -670,69 +884,77 @@ func (e *Executor) runWarm(ctx context.Context, inv runtime.Invocation, req *req
 
 	// A zygote that died or misbehaves is replaced once; then the call
 	// runs per call.
-	var (
-		z    *zygote
-		slot *zslot
-		wc   *warmCall
-	)
-	for attempt := 0; attempt < 2 && wc == nil; attempt++ {
-		z, slot = zs.acquire(ctx, key, dir, zenv)
+	for attempt := 0; attempt < 2; attempt++ {
+		z, slot := zs.acquire(ctx, key, dir, zenv)
 		if z == nil {
 			break
 		}
-		var fault bool
-		wc, fault, err = forkCall(ctx, z, zs.spawn)
-		if wc != nil {
-			break
+		wc, sent, fault, _ := startCall(ctx, z, zs.spawn, payload)
+		if wc == nil {
+			zs.done(slot)
+			if !fault {
+				break
+			}
+			zs.discard(slot, z)
+			continue
 		}
+		out, again, err := e.waitWarm(ctx, inv, slot, z, wc, payload[sent:])
 		zs.done(slot)
-		if !fault {
-			break
+		if !again {
+			zs.warmCalls.Add(1)
+			return out, true, err
 		}
 		zs.discard(slot, z)
 	}
-	if wc == nil {
-		zs.fallbacks.Add(1)
-		return runtime.Outcome{}, false, nil
-	}
-	defer zs.done(slot)
-	zs.warmCalls.Add(1)
-	out, err = e.waitWarm(ctx, inv, slot, z, wc, payload)
-	return out, true, err
+	zs.fallbacks.Add(1)
+	return runtime.Outcome{}, false, nil
 }
 
-// waitWarm sends the request to a forked call and waits for its end, as run
-// does for a child of nexa.
-func (e *Executor) waitWarm(ctx context.Context, inv runtime.Invocation, slot *zslot, z *zygote, wc *warmCall, payload []byte) (runtime.Outcome, error) {
+// waitWarm sends the rest of the request to a forked call and waits for
+// its end, as run does for a child of nexa. again reports a call that ran
+// nothing because its zygote died under it (a child taken from a zygote
+// that had just died refuses the call, or gets killed with the zygote):
+// no start record, no final record, and the result channel read to its
+// end. It may run elsewhere.
+func (e *Executor) waitWarm(ctx context.Context, inv runtime.Invocation, slot *zslot, z *zygote, wc *warmCall, rest []byte) (out runtime.Outcome, again bool, err error) {
 	name := inv.Tool.Name
+	pid := wc.sp.pid
 	logW := inv.Log
 	if logW == nil {
 		logW = io.Discard
 	}
 	rd := readCall(wc.logR, wc.resR, logW)
-	// The request goes out only now that nexa knows the pid.
 	reqDone := make(chan struct{})
 	go func() {
 		defer close(reqDone)
-		_, _ = wc.reqW.Write(payload)
-		wc.reqW.Close()
+		if len(rest) > 0 {
+			_, _ = wc.sp.conn.Write(rest)
+		}
+		_ = wc.sp.conn.CloseWrite()
 	}()
 
 	timer, stopTimer := e.callTimer(inv)
 	defer stopTimer()
 
+	// The child's exit is known from its pidfd, or from the zygote's
+	// report, which also says how it ended (known).
+	gone := wc.sp.exited()
 	var st exitStatus
-	exited := false
+	exited, known := false, false
 	killReason := ""
 	select {
-	case st = <-wc.proc.exit:
+	case st = <-wc.sp.exit:
+		exited, known = true, true
+	case <-gone:
 		exited = true
 	case <-rd.resDone:
 		// Result delivered (or the channel closed): let the interpreter
 		// finish its exit, within the grace period.
 		g := time.NewTimer(e.grace)
 		select {
-		case st = <-wc.proc.exit:
+		case st = <-wc.sp.exit:
+			exited, known = true, true
+		case <-gone:
 			exited = true
 		case <-g.C:
 		case <-ctx.Done():
@@ -750,16 +972,18 @@ func (e *Executor) waitWarm(ctx context.Context, inv runtime.Invocation, slot *z
 	// Whatever happened, nothing of this call may keep running. The zygote
 	// keeps the child unreaped until it is released, so the group id
 	// cannot have been reused.
-	_ = syscall.Kill(-wc.pid, syscall.SIGKILL)
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	if !exited {
 		stuck := time.NewTimer(zygoteStopWait)
 		select {
-		case st = <-wc.proc.exit:
+		case st = <-wc.sp.exit:
+			exited, known = true, true
+		case <-gone:
 			exited = true
 		case <-z.dead:
 			select {
-			case st = <-wc.proc.exit:
-				exited = true
+			case st = <-wc.sp.exit:
+				exited, known = true, true
 			default:
 			}
 		case <-stuck.C:
@@ -770,21 +994,60 @@ func (e *Executor) waitWarm(ctx context.Context, inv runtime.Invocation, slot *z
 		stuck.Stop()
 	}
 	if exited {
-		z.release(wc.pid)
+		z.release(pid)
 	}
-	wc.reqW.Close()
+	// Closing the socket also drops whatever of the request the child
+	// never read (and the descriptors, had it died before receiving them).
+	wc.sp.close()
 	<-reqDone
 
 	resHeld := !drain(wc.resR, rd.resDone)
 	drain(wc.logR, rd.logDone)
 
+	if !resHeld && !rd.tooLarge {
+		if started, final := parseRecords(rd.result); !started && final == nil && (!z.alive() || orphaned(rd.result)) {
+			return runtime.Outcome{}, true, nil
+		}
+	}
 	reason := killReason
+	if reason == "" && exited && !known {
+		// Only a call without a final record needs to say how its
+		// process ended: the zygote reports it (it reaps the child only
+		// after that).
+		if _, final := parseRecords(rd.result); final == nil {
+			stuck := time.NewTimer(zygoteStopWait)
+			select {
+			case st = <-wc.sp.exit:
+				known = true
+			case <-z.dead:
+			case <-stuck.C:
+			}
+			stuck.Stop()
+		}
+	}
 	switch {
 	case reason != "":
-	case exited:
+	case exited && known:
 		reason = st.describe()
+	case exited || z.alive():
+		reason = "the interpreter ended without a result"
 	default:
 		reason = "the interpreter ended without a result (" + z.reason() + ")"
 	}
-	return callOutcome(name, rd.result, rd.tooLarge, false, resHeld, reason, rd.tail)
+	out, err = callOutcome(name, rd.result, rd.tooLarge, false, resHeld, reason, rd.tail)
+	return out, false, err
+}
+
+// orphaned reports whether a forked child refused its call because its
+// zygote was gone (a record of its own on the result channel).
+func orphaned(result []byte) bool {
+	for _, line := range bytes.Split(result, []byte("\n")) {
+		var r struct {
+			Orphaned bool `json:"orphaned"`
+		}
+		if json.Unmarshal(line, &r) == nil && r.Orphaned {
+			return true
+		}
+	}
+	return false
 }

@@ -576,3 +576,162 @@ func TestZygoteOnlyModulesCanBeShadowed(t *testing.T) {
 		t.Fatalf("cold %s, warm %s: a call sees different modules on the two paths", outputs[true], outputs[false])
 	}
 }
+
+// idleSpare returns the pid of the child the zygote forked ahead of time
+// for the next call, waiting (on the executor's own bookkeeping, which the
+// zygote's message updates) until there is one.
+func idleSpare(t *testing.T, ex *Executor) int {
+	t.Helper()
+	deadline := time.Now().Add(hangCap)
+	for {
+		ex.zygotes.mu.Lock()
+		var z *zygote
+		for _, slot := range ex.zygotes.slots {
+			z = slot.z
+		}
+		ex.zygotes.mu.Unlock()
+		if z != nil {
+			z.mu.Lock()
+			if len(z.idle) > 0 {
+				pid := z.idle[0].pid
+				z.mu.Unlock()
+				return pid
+			}
+			z.mu.Unlock()
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the zygote forked no spare child")
+		}
+		goruntime.Gosched()
+	}
+}
+
+// waitExit waits until pid has exited, through a pidfd (no polling).
+func waitExit(t *testing.T, pid int) {
+	t.Helper()
+	f := openPidfd(pid)
+	if f == nil {
+		if processGone(pid) {
+			return
+		}
+		t.Skip("no pidfd here")
+	}
+	defer f.Close()
+	n, err := unix.Poll([]unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}, int(hangCap/time.Millisecond))
+	if err != nil || n != 1 {
+		t.Fatalf("process %d did not exit: %d, %v", pid, n, err)
+	}
+}
+
+// TestSpareChildHoldsNothingOfOthers: the child a call runs in was forked
+// before the call was known, but holds no descriptor but its standard
+// streams and its result channel (not the zygote's control socket, not
+// another child's socket, not a pipe of an earlier call), and no variable
+// of an earlier call.
+func TestSpareChildHoldsNothingOfOthers(t *testing.T) {
+	t.Parallel()
+	requirePython(t)
+	ex := newExec(t, false, Options{})
+	dir := t.TempDir()
+	tool := bodyTool("fds", `
+fds = {}
+for name in os.listdir("/proc/self/fd"):
+    try:
+        fds[int(name)] = os.readlink("/proc/self/fd/" + name)
+    except OSError:
+        pass  # the directory listing's own descriptor, closed by now
+return {"fds": sorted(fds), "kinds": sorted(set(v.split(":")[0] for k, v in fds.items() if k > 2)),
+        "leak": os.environ.get("NEXA_SPARE_LEAK"), "call": os.environ["NEXA_CALL_ID"]}
+`)
+	polluter := bodyTool("polluter", "os.environ['NEXA_SPARE_LEAK'] = 'x'\nopen('held', 'w')\nimport socket\nglobals()['s'] = socket.socket()\nreturn 'ok'")
+	for i := 0; i < 3; i++ {
+		mustSucceed(t, invoke(t, ex, polluter, nil, dir, fmt.Sprint("p", i), nil))
+		got := mustSucceed(t, invoke(t, ex, tool, nil, dir, fmt.Sprint("c", i), nil))
+		var o struct {
+			FDs   []int    `json:"fds"`
+			Kinds []string `json:"kinds"`
+			Leak  *string  `json:"leak"`
+			Call  string   `json:"call"`
+		}
+		if err := json.Unmarshal([]byte(got), &o); err != nil {
+			t.Fatalf("output %q: %v", got, err)
+		}
+		// 0, 1, 2 and the result channel (a pipe on a high descriptor).
+		if len(o.FDs) != 4 || o.FDs[0] != 0 || o.FDs[1] != 1 || o.FDs[2] != 2 || o.FDs[3] < 200 {
+			t.Errorf("call %d holds descriptors %v (%s), want 0, 1, 2 and the result channel", i, o.FDs, got)
+		}
+		if len(o.Kinds) != 1 || o.Kinds[0] != "pipe" {
+			t.Errorf("call %d: descriptors above 2 are %v, want only the result pipe", i, o.Kinds)
+		}
+		if o.Leak != nil || o.Call != fmt.Sprint("c", i) {
+			t.Errorf("call %d saw NEXA_SPARE_LEAK=%v, NEXA_CALL_ID=%s", i, o.Leak, o.Call)
+		}
+	}
+	if s, w, f := counters(ex); s != 1 || w != 6 || f != 0 {
+		t.Fatalf("starts %d, warm calls %d, fallbacks %d; want 1, 6, 0", s, w, f)
+	}
+}
+
+// TestSpareChildDiesWithItsZygote: a child forked ahead of time that never
+// gets a call does not outlive its zygote, whether the zygote is stopped
+// (Close) or killed.
+func TestSpareChildDiesWithItsZygote(t *testing.T) {
+	t.Parallel()
+	requirePython(t)
+	for _, how := range []string{"close", "kill"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			ex := New(Options{})
+			defer ex.Close()
+			mustSucceed(t, invoke(t, ex, bodyTool("ping", "return 'pong'"), nil, t.TempDir(), "c", nil))
+			spare := idleSpare(t, ex)
+			if processGone(spare) {
+				t.Fatalf("spare %d is not running", spare)
+			}
+			if how == "close" {
+				if err := ex.Close(); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := syscall.Kill(onlyZygote(t, ex), syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			waitExit(t, spare)
+		})
+	}
+}
+
+// TestWarmCallSeesModulesAddedLater: a module file added to a PYTHONPATH
+// directory after the zygote (and the child waiting for the next call)
+// started is importable by the next call, even when the directory's
+// modification time did not change (the import caches the zygote built
+// are marked stale in every child).
+func TestWarmCallSeesModulesAddedLater(t *testing.T) {
+	t.Parallel()
+	requirePython(t)
+	lib := t.TempDir()
+	bothPaths(t, func(t *testing.T, cold bool) {
+		ex := newExec(t, cold, Options{Env: append(os.Environ(), "PYTHONPATH="+lib)})
+		dir := t.TempDir()
+		mod := fmt.Sprintf("nexa_late_%v", cold)
+		tool := bodyTool("late", "import importlib\nreturn importlib.import_module(name).VALUE", "name")
+		// The first call starts the zygote, which lists lib while it
+		// imports the bootstrap's modules.
+		r := invoke(t, ex, tool, map[string]string{"name": mod}, dir, "c1", nil)
+		if r.err != nil || r.out.Success || !strings.Contains(r.out.Output, "ModuleNotFoundError") {
+			t.Fatalf("before the module exists: %+v, %v", r.out, r.err)
+		}
+		st, err := os.Stat(lib)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(lib, mod+".py"), []byte("VALUE = 'late'\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(lib, st.ModTime(), st.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustSucceed(t, invoke(t, ex, tool, map[string]string{"name": mod}, dir, "c2", nil)); got != "late" {
+			t.Fatalf("got %q", got)
+		}
+	})
+}
