@@ -57,7 +57,8 @@ unreadable), 2 usage error.`,
 			}
 			defer s.Close()
 			values := append(environSecrets(e), secrets.URLPasswords(storeFlag)...)
-			values = append(values, pgstore.Password(storeName(e, storeFlag)))
+			name := storeName(e, storeFlag)
+			values = append(values, pgstore.Password(name))
 			values = append(values, token, e.getenv("NEXA_NOTIFY_SECRET"))
 			if p := e.getenv("NEXA_SECRETS"); p != "" {
 				set, err := secrets.Load(p)
@@ -72,7 +73,7 @@ unreadable), 2 usage error.`,
 				return &exitError{code: ExitFailed, msg: fmt.Sprintf("--execute needs the path of this binary: %v", err)}
 			}
 			o := serve.Options{
-				Store: s, StoreName: red.Redact(s.Path()), StoreFlag: storeName(e, storeFlag), Addr: addr,
+				Store: s, StoreName: red.Redact(s.Path()), StoreFlag: name, Addr: addr,
 				Token: token, TokenName: tokenName, User: user,
 				Redact: red.Redact, Log: e.stderr,
 			}

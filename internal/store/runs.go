@@ -139,7 +139,7 @@ func (s *SQLite) LoadTail(ctx context.Context, id string, n int) (*state.RunStat
 		return st, om, err
 	}
 	st, err := s.readRun(ctx, id, func(tx *sql.Tx) (*state.RunState, error) {
-		st, err := loadRunTail(ctx, tx, id, n)
+		st, err := loadRunRows(ctx, tx, id, n, false)
 		if err != nil {
 			return nil, err
 		}
@@ -244,11 +244,6 @@ const (
 		(SELECT coalesce(max(seq) + 1, 0) FROM provider_items WHERE run_id = ?1),
 		(SELECT coalesce(max(seq) + 1, 0) FROM journal WHERE run_id = ?1)`
 )
-
-// loadRunTail reads a run, with only the tail of its rows when tail > 0.
-func loadRunTail(ctx context.Context, q querier, id string, tail int) (*state.RunState, error) {
-	return loadRunRows(ctx, q, id, tail, false)
-}
 
 // loadRunRows reads a run, with only the tail of its rows when tail > 0
 // and with provider items reduced to their seqs when seqsOnly.

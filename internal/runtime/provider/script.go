@@ -72,9 +72,9 @@ type Script struct {
 	spans []turnSpan
 
 	mu       sync.Mutex
-	turns    map[int]*scriptTurn // decoded turns, by index
-	bad      map[int]error       // turns that failed to decode or check
-	failures map[int]int         // turn index → error replies given so far
+	turns    []*scriptTurn // decoded turns, by index (nil: not yet)
+	bad      []error       // turns that failed to decode or check
+	failures map[int]int   // turn index → error replies given so far
 	seen     seenPrefix
 	// check runs once, for the turns a run can still reach (see
 	// ScriptCheck); checkErr is the first wrong one's error.
@@ -237,8 +237,6 @@ func parseScript(path string, data []byte) (*Script, error) {
 		path:     path,
 		sum:      "sha256:" + hex.EncodeToString(sum[:]),
 		data:     data,
-		turns:    map[int]*scriptTurn{},
-		bad:      map[int]error{},
 		failures: map[int]int{},
 	}
 	fail := func(off int64, err error) (*Script, error) {
@@ -338,6 +336,7 @@ func parseScript(path string, data []byte) (*Script, error) {
 	if s.model == "" {
 		s.model = DefaultScriptModel
 	}
+	s.turns, s.bad = make([]*scriptTurn, len(s.spans)), make([]error, len(s.spans))
 	return s, nil
 }
 

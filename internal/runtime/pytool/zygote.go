@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -587,7 +588,7 @@ func (z *zygote) dispatch(m zmsg, fds []int) {
 			break
 		}
 		if sp != nil {
-			z.idle = slicesDelete(z.idle, sp)
+			z.idle = slices.DeleteFunc(z.idle, func(x *spare) bool { return x == sp })
 		}
 		z.mu.Unlock()
 		// A child no call holds (idle, or given up before its request):
@@ -598,16 +599,6 @@ func (z *zygote) dispatch(m zmsg, fds []int) {
 		go z.release(m.Exited)
 	}
 	closeFDs(fds)
-}
-
-// slicesDelete removes sp from list, keeping the order.
-func slicesDelete(list []*spare, sp *spare) []*spare {
-	for i, x := range list {
-		if x == sp {
-			return append(list[:i:i], list[i+1:]...)
-		}
-	}
-	return list
 }
 
 // gotSpare takes a forked child (pid, with nexa's end of its socket as the
@@ -746,11 +737,9 @@ func (z *zygote) take(ctx context.Context, timeout time.Duration) (sp *spare, fa
 func (z *zygote) stopWaiting(ch chan spareReply) spareReply {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	for i, w := range z.waiters {
-		if w == ch {
-			z.waiters = append(z.waiters[:i:i], z.waiters[i+1:]...)
-			return spareReply{}
-		}
+	if i := slices.Index(z.waiters, ch); i >= 0 {
+		z.waiters = slices.Delete(z.waiters, i, i+1)
+		return spareReply{}
 	}
 	return <-ch // handed over under the lock, so it is there
 }
