@@ -232,6 +232,9 @@ func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *ir.Tool)
 	if d.log != nil {
 		inv.Log = d.log
 	}
+	if d.r.reachesStore(t) {
+		d.verify = true
+	}
 	began := d.r.now()
 	out, err := exec.Execute(tctx, inv)
 	elapsed := d.r.now().Sub(began)

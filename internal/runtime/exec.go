@@ -59,6 +59,16 @@ type Executor interface {
 	Execute(ctx context.Context, inv Invocation) (Outcome, error)
 }
 
+// StoreReacher is an Executor that knows whether a call of a tool can
+// write to the run store behind nexa's back: a process running with the
+// user's rights can, a Go interpreter with no file access or a process in
+// the sandbox cannot. Such a call makes the save that stops the drive
+// check the whole store (state.Delta.Verify). An Executor that does not
+// implement it is taken to reach the store: the check is the safe side.
+type StoreReacher interface {
+	ReachesStore(t *ir.Tool) bool
+}
+
 // Prechecker is an Executor that can tell from a call's arguments alone,
 // without acting, that the tool would refuse it (a file path outside the
 // working directory, say). The runtime asks before the approval policy: such

@@ -162,8 +162,11 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 		}
 		return run, nil
 	}
+	// A run found running was left by a process that died mid-drive:
+	// its tools ran unchecked, so the save that stops it checks the store.
+	crashed := run.Status == state.StatusRunning
 	if ExpireDeadline(run, r.now()) {
-		if err := r.store.Save(ctx, run, state.Delta{}); err != nil {
+		if err := r.store.Save(ctx, run, state.Delta{Verify: crashed}); err != nil {
 			return run, storeError(run.ID, err)
 		}
 		return run, nil
@@ -185,7 +188,7 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 	}
 	stop := keepLease(r.store, run.ID, l)
 	defer stop()
-	return r.Continue(ctx, run)
+	return r.continueRun(ctx, run, crashed)
 }
 
 // Decide records decisions on pending calls of a run without continuing

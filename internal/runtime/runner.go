@@ -236,15 +236,21 @@ func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) 
 	stop := keepLease(r.store, st.ID, st.Lease)
 	defer stop()
 	r.observe(Event{Kind: EventRunStarted, RunID: st.ID})
-	return r.drive(ctx, st)
+	return r.drive(ctx, st, false)
 }
 
 // Continue drives a loaded run that passed CheckResume (and had decisions
 // recorded) from where its journal says it is. Its saves are fenced by
 // st.Lease; Resume takes the lease and calls it.
 func (r *Runner) Continue(ctx context.Context, st *state.RunState) (*state.RunState, error) {
+	return r.continueRun(ctx, st, st.Status == state.StatusRunning)
+}
+
+// continueRun is Continue for a caller that saw the run's status before
+// changing it (Resume marks the run running when it records decisions).
+func (r *Runner) continueRun(ctx context.Context, st *state.RunState, crashed bool) (*state.RunState, error) {
 	r.observe(Event{Kind: EventRunResumed, RunID: st.ID})
-	return r.drive(ctx, st)
+	return r.drive(ctx, st, crashed)
 }
 
 // step is what one pass of the loop decided.
@@ -257,7 +263,11 @@ const (
 
 // drive is the agent loop of runtime.md section 1. Every transition is saved
 // before it is acted on; any error of the store ends the drive.
-func (r *Runner) drive(ctx context.Context, st *state.RunState) (*state.RunState, error) {
+//
+// crashed says the run was found running: the process that drove it last
+// died mid-drive, after tools may have run that the store was never
+// checked against, so the save that stops this drive checks it whole.
+func (r *Runner) drive(ctx context.Context, st *state.RunState, crashed bool) (*state.RunState, error) {
 	var log ToolLog
 	if r.toolLog != nil {
 		log = r.toolLog(st.ID)
@@ -266,6 +276,7 @@ func (r *Runner) drive(ctx context.Context, st *state.RunState) (*state.RunState
 		}
 	}
 	d := newDriver(r, st, log)
+	d.verify = crashed || r.startsServers()
 	for {
 		s, err := d.next(ctx)
 		if err != nil {
@@ -301,6 +312,14 @@ type driver struct {
 	// ever waiting past the next tool's start or the next provider
 	// request. Their events are observed once that write is durable.
 	held []heldResult
+
+	// verify: something that runs with the user's rights ran during this
+	// drive (an unsandboxed tool, an MCP server) and could have written to
+	// the store file, so the save that stops the drive asks the store to
+	// check all of it (state.Delta.Verify, docs/runs.md "The store"). A
+	// drive of native and sandboxed tools only never pays for that check,
+	// whose cost grows with the whole store.
+	verify bool
 }
 
 // heldResult is a completed journal entry waiting for the drive's next
@@ -323,6 +342,25 @@ func newDriver(r *Runner, st *state.RunState, log ToolLog) *driver {
 	return d
 }
 
+// startsServers reports whether the agent exposes tools of MCP servers:
+// those are processes that run with the user's rights for the whole
+// drive, whether or not the model calls them.
+func (r *Runner) startsServers() bool {
+	for _, t := range r.exposed {
+		if t.Body.Kind == ir.BodyMCP {
+			return true
+		}
+	}
+	return false
+}
+
+// reachesStore reports whether a call of t can write to the store file:
+// executors say so (StoreReacher); one that does not is taken to.
+func (r *Runner) reachesStore(t *ir.Tool) bool {
+	sr, ok := r.executors[t.Body.Kind].(StoreReacher)
+	return !ok || sr.ReachesStore(t)
+}
+
 // entry returns the journal entry of a call, or nil.
 func (d *driver) entry(callID string) *state.JournalEntry {
 	if i, ok := d.callIdx[callID]; ok && i < len(d.st.Journal) && d.st.Journal[i].CallID == callID {
@@ -333,6 +371,9 @@ func (d *driver) entry(callID string) *state.JournalEntry {
 
 func (d *driver) save(ctx context.Context, delta state.Delta) error {
 	d.st.UpdatedAt = d.r.now().UTC()
+	if d.verify && d.st.Status != state.StatusRunning {
+		delta.Verify = true
+	}
 	if len(d.held) > 0 {
 		journal := make([]state.JournalEntry, 0, len(d.held)+len(delta.Journal))
 		for _, h := range d.held {

@@ -31,7 +31,9 @@ type fileID struct {
 // so the write fails instead of landing in a broken store and being
 // reported as saved. deep adds SQLite's quick_check (a read of every page,
 // in the size of the store), which catches damage behind an intact header;
-// the runtime asks for it when it saves a run that stops.
+// the runtime asks for it (state.Delta.Verify) when it saves a run that
+// stops after something that could write to the file ran. It is not run
+// on every stop: its cost grows with the whole store, not with the run.
 func (s *SQLite) guard(ctx context.Context, deep bool) error {
 	// A stat of the path and a pread of the descriptor Open kept: a save
 	// runs this every time, and two system calls are all it needs.

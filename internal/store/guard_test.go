@@ -72,7 +72,9 @@ func TestWritesIntoAChangedStoreFail(t *testing.T) {
 }
 
 // TestFinalSaveChecksConsistency: damage behind an intact header (a page
-// overwritten in place) is caught by the check a stopping run's save makes.
+// overwritten in place) is caught by the check a save asks for with
+// Delta.Verify (the runtime does on the save that stops a run after a tool
+// that could reach the file).
 func TestFinalSaveChecksConsistency(t *testing.T) {
 	ctx := context.Background()
 	s, path := openTemp(t)
@@ -112,7 +114,7 @@ func TestFinalSaveChecksConsistency(t *testing.T) {
 	}
 	defer s2.Close()
 	st.Status = state.StatusCompleted
-	err = s2.Save(ctx, st, state.Delta{})
+	err = s2.Save(ctx, st, state.Delta{Verify: true})
 	if !errors.Is(err, ErrTampered) {
 		t.Fatal("a completed run was saved into a damaged store")
 	}

@@ -387,9 +387,10 @@ func (s *SQLite) Save(ctx context.Context, st *state.RunState, d state.Delta) er
 	if st == nil || st.ID == "" {
 		return errors.New("save run: missing run id")
 	}
-	// A run that stops (completed, waiting, failed...) is what a person
-	// acts on: check the whole file first, not only its identity.
-	if err := s.guard(ctx, st.Status != state.StatusRunning); err != nil {
+	// The runtime asks for the whole file's check (d.Verify) on the save
+	// that stops a run after a tool that could reach the file ran; every
+	// save checks the file's identity.
+	if err := s.guard(ctx, d.Verify); err != nil {
 		return fmt.Errorf("save run %s: %w", st.ID, err)
 	}
 	now := s.now().UTC()

@@ -113,6 +113,21 @@ func TestEveryDeclaredToolIsImplemented(t *testing.T) {
 	}
 }
 
+// TestOnlyShellReachesTheStore: a run that called shell_exec (or a tool
+// this build does not know) has its store checked whole when it stops;
+// every other built-in is confined (docs/runs.md, "The store").
+func TestOnlyShellReachesTheStore(t *testing.T) {
+	e := New(Options{})
+	for _, d := range stdlib.All() {
+		if got, want := e.ReachesStore(&ir.Tool{Name: d.Name}), d.Name == "shell_exec"; got != want {
+			t.Errorf("ReachesStore(%s) = %v, want %v", d.Name, got, want)
+		}
+	}
+	if !e.ReachesStore(&ir.Tool{Name: "file_chmod"}) {
+		t.Error("a tool the list does not know must be taken to reach the store")
+	}
+}
+
 func TestRefusesWhatIsNotABuiltin(t *testing.T) {
 	e := New(Options{})
 	ctx := context.Background()

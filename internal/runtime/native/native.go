@@ -24,6 +24,10 @@ func New() *Executor { return &Executor{} }
 
 var _ runtime.Executor = (*Executor)(nil)
 
+// ReachesStore is false: a native body is interpreted in nexa and has no
+// file or process access, so it cannot touch the run store.
+func (e *Executor) ReachesStore(*ir.Tool) bool { return false }
+
 // Execute runs one call of a native tool. Every way a body can fail while
 // running is a known, unsuccessful Outcome (its text goes to the model);
 // only a call that did not run at all (no tool, a body of another kind, a

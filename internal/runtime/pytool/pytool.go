@@ -236,6 +236,11 @@ type record struct {
 	Fatal   *string `json:"fatal"`
 }
 
+// ReachesStore is true for a tool that runs unsandboxed: its code runs
+// with the user's rights. A sandboxed tool runs isolated or not at all,
+// and the sandbox hides the store.
+func (e *Executor) ReachesStore(t *ir.Tool) bool { return t == nil || !t.Sandbox }
+
 // Execute runs one call of a Python tool. See the package documentation for
 // how each way a call can end maps to an Outcome or an error.
 func (e *Executor) Execute(ctx context.Context, inv runtime.Invocation) (runtime.Outcome, error) {

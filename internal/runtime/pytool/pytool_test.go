@@ -965,3 +965,16 @@ func TestHeldResultChannelIsNeverNotStarted(t *testing.T) {
 		t.Fatalf("held channel with a complete result: out %+v, err %v, want the result", out, err)
 	}
 }
+
+// TestOnlyUnsandboxedCallsReachTheStore: an unsandboxed Python call runs
+// with the user's rights, so the run's stopping save checks the whole
+// store; a sandboxed one cannot see the store.
+func TestOnlyUnsandboxedCallsReachTheStore(t *testing.T) {
+	e := &Executor{}
+	if !e.ReachesStore(&ir.Tool{Name: "t", Body: ir.Body{Kind: ir.BodyPython}}) {
+		t.Error("an unsandboxed Python tool must be taken to reach the store")
+	}
+	if e.ReachesStore(&ir.Tool{Name: "t", Sandbox: true, Body: ir.Body{Kind: ir.BodyPython}}) {
+		t.Error("a sandboxed Python tool cannot reach the store")
+	}
+}

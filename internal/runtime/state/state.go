@@ -293,6 +293,14 @@ type Delta struct {
 	ProviderItems []ProviderItem
 	// Journal entries are inserted or, by CallID, replaced.
 	Journal []JournalEntry
+	// Verify asks the store to check the consistency of everything it
+	// keeps before writing, not only that it is still its own: the
+	// runtime sets it on the save that stops a drive in which something
+	// that runs with the user's rights (an unsandboxed tool, an MCP
+	// server) could have written to the store behind nexa's back
+	// (docs/runs.md, "The store"). A store with nothing to check (a
+	// server that no tool reaches through the file system) ignores it.
+	Verify bool
 }
 
 // Summary is one row of a run listing.
