@@ -90,7 +90,7 @@ type Notifier struct {
 	Log    func(format string, args ...any)
 
 	mu     sync.Mutex
-	seen   map[string]state.Status // the open runs of the last poll; nil before the first
+	seen   map[string]seenRun // the open runs of the last poll; nil before the first
 	newest *state.Cursor           // the newest run the last poll knew of
 }
 
@@ -203,9 +203,9 @@ func (n *Notifier) Poll(ctx context.Context) ([]Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	seen := make(map[string]state.Status, len(open))
+	seen := make(map[string]seenRun, len(open))
 	for id, r := range open {
-		seen[id] = r.Status
+		seen[id] = seenRun{status: r.Status, revision: r.Revision}
 	}
 	n.mu.Lock()
 	n.seen, n.newest = seen, newest
@@ -215,7 +215,11 @@ func (n *Notifier) Poll(ctx context.Context) ([]Event, error) {
 	}
 	var evs []Event
 	announce := func(r state.Summary, st *state.RunState) {
-		if before, ok := prev[r.ID]; (ok && before == r.Status) || !notifyStatuses[r.Status] {
+		// A run found in the status it had at the previous poll is
+		// announced again when it was written since: it left the status
+		// and came back (approved, then waiting on its next call), or an
+		// operator's write changed what it waits on.
+		if before, ok := prev[r.ID]; (ok && before.status == r.Status && before.revision == r.Revision) || !notifyStatuses[r.Status] {
 			return
 		}
 		evs = append(evs, n.event(ctx, r, st))
@@ -240,6 +244,13 @@ func (n *Notifier) Poll(ctx context.Context) ([]Event, error) {
 			CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Revision: st.Revision}, st)
 	}
 	return evs, nil
+}
+
+// seenRun is what a poll remembers of an open run: a later poll that finds
+// the same status at another revision knows the run moved in between.
+type seenRun struct {
+	status   state.Status
+	revision int64
 }
 
 // createdSince lists the runs created after since (all of them when since

@@ -282,3 +282,33 @@ func TestNotifierOnAnEmptyStore(t *testing.T) {
 		t.Fatalf("runs created after a poll of an empty store: %+v %v", evs, err)
 	}
 }
+
+// TestNotifierAnnouncesAReturnToTheSameStatus: a run approved and waiting
+// again on its next call between two polls is announced again; a script
+// that approves through the webhooks would otherwise never hear of the
+// second call. A run that did not change is not.
+func TestNotifierAnnouncesAReturnToTheSameStatus(t *testing.T) {
+	s := newStore(t)
+	n, _ := newNotifier(t, s, &receiver{})
+	ctx := context.Background()
+	if _, err := n.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	setStatus(t, s, runID, state.StatusRunning)
+	setStatus(t, s, runID, state.StatusWaitingApproval)
+	if evs, err := n.Poll(ctx); err != nil || len(evs) != 1 || evs[0].Event != "run.waiting_approval" {
+		t.Fatalf("first wait: %+v %v", evs, err)
+	}
+	if evs, _ := n.Poll(ctx); len(evs) != 0 {
+		t.Fatalf("nothing changed, yet: %+v", evs)
+	}
+	setStatus(t, s, runID, state.StatusRunning)
+	setStatus(t, s, runID, state.StatusWaitingApproval)
+	evs, err := n.Poll(ctx)
+	if err != nil || len(evs) != 1 || evs[0].Event != "run.waiting_approval" {
+		t.Fatalf("waiting again between two polls was not announced: %+v %v", evs, err)
+	}
+	if run, err := s.Load(ctx, runID); err != nil || evs[0].Revision != run.Revision {
+		t.Fatalf("the event names revision %d, not the run's latest (%v)", evs[0].Revision, err)
+	}
+}
