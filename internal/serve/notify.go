@@ -91,7 +91,7 @@ type Notifier struct {
 
 	mu     sync.Mutex
 	seen   map[string]seenRun // the open runs of the last poll; nil before the first
-	newest *state.Cursor           // the newest run the last poll knew of
+	newest *state.Cursor      // the newest run the last poll knew of
 }
 
 func (n *Notifier) defaults() {
