@@ -123,8 +123,11 @@ func (s *SQLite) Load(ctx context.Context, id string) (*state.RunState, error) {
 }
 
 // LoadForDrive reads run id as Load does, with provider items that carry
-// only their Seq (state.DriveLoader): their seqs come from the primary
-// key's index alone, so a third of a long run's pages are never read.
+// only their Seq and the completed journal entries of earlier replies as
+// stubs (state.DriveLoader): the items' seqs come from the primary key's
+// index alone, and the stubs from the journal's index on (run_id, seq,
+// call_id, stage, turn), so two thirds of a long run's pages are never
+// read nor decoded.
 func (s *SQLite) LoadForDrive(ctx context.Context, id string) (*state.RunState, error) {
 	return s.readRun(ctx, id, func(tx *sql.Tx) (*state.RunState, error) { return loadRunRows(ctx, tx, id, 0, true) })
 }
@@ -237,7 +240,15 @@ const (
 	// order afterwards.
 	journalAll  = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 ORDER BY seq`
 	itemSeqs    = `SELECT seq FROM provider_items WHERE run_id = ?1 ORDER BY seq`
-	journalTail = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 AND (call_id IN (SELECT call_id FROM journal WHERE run_id = ?1 ORDER BY seq DESC, call_id DESC LIMIT ?2) OR json_extract(body, '$.stage') <> 'completed') ORDER BY seq, call_id`
+	journalTail = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 AND (call_id IN (SELECT call_id FROM journal WHERE run_id = ?1 ORDER BY seq DESC, call_id DESC LIMIT ?2) OR stage <> 'completed') ORDER BY seq, call_id`
+	// journalDrive reads every entry's seq, call id, stage and turn from
+	// the index journal_drive, and the body only of an entry not
+	// completed or of the latest turn: SQLite seeks the table row (a
+	// deferred seek) only when the CASE reads the body, so the bodies of
+	// earlier replies' completed calls are never read.
+	journalDrive = `SELECT seq, call_id, stage, turn,
+		CASE WHEN stage <> 'completed' OR turn >= (SELECT max(turn) FROM journal WHERE run_id = ?1) THEN body END
+		FROM journal WHERE run_id = ?1 ORDER BY seq`
 	// rowCounts estimates the rows of each child table from the largest
 	// seq, for the capacity of the slices (a hint: a gap only wastes).
 	rowCounts = `SELECT (SELECT coalesce(max(seq) + 1, 0) FROM messages WHERE run_id = ?1),
@@ -299,12 +310,16 @@ func loadRunRows(ctx context.Context, q querier, id string, tail int, seqsOnly b
 	if err != nil {
 		return nil, err
 	}
-	err = eachRow(ctx, q, jq, args,
-		func(seq int, callID string, body []byte) error {
-			e, err := runrow.JournalEntry(seq, callID, body)
-			st.Journal = append(st.Journal, e)
-			return err
-		})
+	if seqsOnly {
+		err = eachDriveEntry(ctx, q, id, func(e state.JournalEntry) { st.Journal = append(st.Journal, e) })
+	} else {
+		err = eachRow(ctx, q, jq, args,
+			func(seq int, callID string, body []byte) error {
+				e, err := runrow.JournalEntry(seq, callID, body)
+				st.Journal = append(st.Journal, e)
+				return err
+			})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -324,6 +339,39 @@ func sortJournal(j []state.JournalEntry) {
 			return
 		}
 	}
+}
+
+// eachDriveEntry reads the journal of run id for a drive (journalDrive):
+// whole entries where the body was read, stubs elsewhere.
+func eachDriveEntry(ctx context.Context, q querier, id string, fn func(state.JournalEntry)) error {
+	rows, err := q.QueryContext(ctx, journalDrive, id)
+	if err != nil {
+		return dbErr(ctx, err)
+	}
+	defer rows.Close()
+	var (
+		seq, turn     int
+		callID, stage string
+		body          sql.RawBytes // valid until Next; decoded at once
+	)
+	for rows.Next() {
+		if err := rows.Scan(&seq, &callID, &stage, &turn, &body); err != nil {
+			return dbErr(ctx, err)
+		}
+		if body == nil {
+			fn(state.JournalEntry{CallID: callID, Seq: seq, Turn: turn, Stage: state.Stage(stage), Stub: true})
+			continue
+		}
+		e, err := runrow.JournalEntry(seq, callID, body)
+		if err != nil {
+			return err
+		}
+		fn(e)
+	}
+	if err := rows.Err(); err != nil {
+		return dbErr(ctx, err)
+	}
+	return nil
 }
 
 // eachSeq runs a query whose one column is seq.
@@ -517,8 +565,8 @@ const (
 	sqlInsertMessage = `INSERT INTO messages (run_id, seq, body) VALUES (?, ?, ?)`
 	sqlUpsertItem    = `INSERT INTO provider_items (run_id, seq, body) VALUES (?, ?, ?)
 			ON CONFLICT (run_id, seq) DO UPDATE SET body = excluded.body`
-	sqlUpsertEntry = `INSERT INTO journal (run_id, call_id, seq, body) VALUES (?, ?, ?, ?)
-			ON CONFLICT (run_id, call_id) DO UPDATE SET seq = excluded.seq, body = excluded.body`
+	sqlUpsertEntry = `INSERT INTO journal (run_id, call_id, seq, stage, turn, body) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (run_id, call_id) DO UPDATE SET seq = excluded.seq, stage = excluded.stage, turn = excluded.turn, body = excluded.body`
 	// The header update sets every column, or, when only the usage
 	// changed (most steps), only usage and updated_at: the indexes on
 	// status and agent are then left alone. Each comes fenced by the
@@ -686,11 +734,14 @@ func (s *SQLite) writeRows(ctx context.Context, tx *sql.Tx, id string, d state.D
 		if e.CallID == "" {
 			return fmt.Errorf("write journal entry %d: empty call id", e.Seq)
 		}
+		if e.Stub {
+			return fmt.Errorf("write journal entry %s: it was loaded without its body and would replace the stored one", e.CallID)
+		}
 		b, err := json.Marshal(e)
 		if err != nil {
 			return fmt.Errorf("encode journal entry %s: %w", e.CallID, err)
 		}
-		if _, err := s.exec(ctx, tx, sqlUpsertEntry, id, e.CallID, e.Seq, string(b)); err != nil {
+		if _, err := s.exec(ctx, tx, sqlUpsertEntry, id, e.CallID, e.Seq, string(e.Stage), e.Turn, string(b)); err != nil {
 			return fmt.Errorf("write journal entry %s: %w", e.CallID, dbErr(ctx, err))
 		}
 	}
