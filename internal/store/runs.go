@@ -350,7 +350,7 @@ func eachDriveEntry(ctx context.Context, q querier, id string, fn func(state.Jou
 	}
 	defer rows.Close()
 	var (
-		seq, turn     int
+		seq, turn     int64 // not int: database/sql converts an int64 to an int through a string
 		callID, stage string
 		body          sql.RawBytes // valid until Next; decoded at once
 	)
@@ -359,10 +359,10 @@ func eachDriveEntry(ctx context.Context, q querier, id string, fn func(state.Jou
 			return dbErr(ctx, err)
 		}
 		if body == nil {
-			fn(state.JournalEntry{CallID: callID, Seq: seq, Turn: turn, Stage: state.Stage(stage), Stub: true})
+			fn(state.JournalEntry{CallID: callID, Seq: int(seq), Turn: int(turn), Stage: state.Stage(stage), Stub: true})
 			continue
 		}
-		e, err := runrow.JournalEntry(seq, callID, body)
+		e, err := runrow.JournalEntry(int(seq), callID, body)
 		if err != nil {
 			return err
 		}
@@ -381,12 +381,12 @@ func eachSeq(ctx context.Context, q querier, query string, args []any, fn func(s
 		return dbErr(ctx, err)
 	}
 	defer rows.Close()
-	var seq int
+	var seq int64 // not int: database/sql converts an int64 to an int through a string
 	for rows.Next() {
 		if err := rows.Scan(&seq); err != nil {
 			return dbErr(ctx, err)
 		}
-		fn(seq)
+		fn(int(seq))
 	}
 	if err := rows.Err(); err != nil {
 		return dbErr(ctx, err)
@@ -403,7 +403,7 @@ func eachRow(ctx context.Context, q querier, query string, args []any, fn func(s
 	defer rows.Close()
 	withCallID := strings.Contains(query, "call_id")
 	var (
-		seq    int
+		seq    int64 // not int: database/sql converts an int64 to an int through a string
 		callID string
 		body   sql.RawBytes // valid until Next; fn decodes it at once, so one buffer serves every row
 	)
@@ -416,7 +416,7 @@ func eachRow(ctx context.Context, q querier, query string, args []any, fn func(s
 		if err != nil {
 			return dbErr(ctx, err)
 		}
-		if err := fn(seq, callID, body); err != nil {
+		if err := fn(int(seq), callID, body); err != nil {
 			return err
 		}
 	}
