@@ -296,7 +296,7 @@ func loadRunRows(ctx context.Context, q querier, id string, tail int, seqsOnly b
 		return nil, err
 	}
 	if seqsOnly {
-		err = eachSeq(ctx, q, itemSeqs, args, func(seq int) {
+		err = itemStubs(ctx, q, id, ni, func(seq int) {
 			st.ProviderItems = append(st.ProviderItems, state.ProviderItem{Seq: seq})
 		})
 	} else {
@@ -372,6 +372,24 @@ func eachDriveEntry(ctx context.Context, q querier, id string, fn func(state.Jou
 		return dbErr(ctx, err)
 	}
 	return nil
+}
+
+// itemStubs gives the seqs of run id's provider items, n being the
+// largest plus one. When the items number n, their seqs (distinct, none
+// above n-1) are 0..n-1 and are given without reading them one by one;
+// else they are read from the primary key's index.
+func itemStubs(ctx context.Context, q querier, id string, n int, fn func(seq int)) error {
+	var count int64
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM provider_items WHERE run_id = ?`, id).Scan(&count); err != nil {
+		return dbErr(ctx, err)
+	}
+	if count == int64(n) {
+		for seq := range n {
+			fn(seq)
+		}
+		return nil
+	}
+	return eachSeq(ctx, q, itemSeqs, []any{id}, fn)
 }
 
 // eachSeq runs a query whose one column is seq.

@@ -1262,3 +1262,28 @@ func TestMigrationToJournalStageColumns(t *testing.T) {
 		t.Fatalf("columns of a saved entry: stage %q turn %d (%v), want completed 2", stage, turn, err)
 	}
 }
+
+// Provider items whose seqs have gaps (an imported run may have them)
+// load for a drive with their own seqs, not 0..n-1.
+func TestLoadForDriveItemSeqsWithGaps(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	st := newRun("gaps", 2, 0)
+	for _, seq := range []int{0, 2, 5} {
+		st.ProviderItems = append(st.ProviderItems, state.ProviderItem{Seq: seq, Raw: json.RawMessage(`{}`), CreatedAt: st.CreatedAt})
+	}
+	if err := s.Create(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.LoadForDrive(ctx, "gaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int
+	for _, it := range d.ProviderItems {
+		seqs = append(seqs, it.Seq)
+	}
+	if fmt.Sprint(seqs) != "[0 2 5]" {
+		t.Fatalf("drive load item seqs %v, want [0 2 5]", seqs)
+	}
+}
