@@ -172,9 +172,10 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 		return run, nil
 	}
 	if len(o.Decisions) > 0 {
-		delta, err := ApplyDecisions(run, stamp(o.Decisions, r.now()))
+		ds := stamp(o.Decisions, r.now())
+		delta, err := ApplyDecisions(run, ds)
 		if err != nil {
-			return run, err
+			return refusedWhole(ctx, r.store, run, ds, err)
 		}
 		// The run continues at once, so this save does not stop it: it
 		// marks the run as being driven, as the loop's first save would
@@ -277,18 +278,65 @@ func Show(ctx context.Context, s state.Store, runID string) (*state.RunState, er
 }
 
 // loadForDrive loads a run this executor is about to continue: without
-// the provider items' bodies when the store can leave them out
-// (state.DriveLoader), since a drive only counts them, else whole. A
-// resume of a long run then reads a third less of the store.
+// the provider items' bodies and with the completed calls of earlier
+// replies as stubs when the store can leave them out (state.DriveLoader),
+// since a drive reads neither, else whole. A resume of a long run then
+// reads a third of the store. Should a call of the latest reply come as a
+// stub (its tool message copies its result), the run is loaded whole.
 func loadForDrive(ctx context.Context, s state.Store, runID string) (*state.RunState, error) {
 	if dl, ok := s.(state.DriveLoader); ok {
 		st, err := dl.LoadForDrive(ctx, runID)
 		if err != nil {
 			return nil, loadError(runID, err)
 		}
-		return st, nil
+		if latestWhole(st) {
+			return st, nil
+		}
 	}
 	return Show(ctx, s, runID)
+}
+
+// latestWhole reports whether every call of the run's latest reply with
+// calls has its journal entry whole (not a stub).
+func latestWhole(st *state.RunState) bool {
+	for i := len(st.Messages) - 1; i >= 0; i-- {
+		m := st.Messages[i]
+		if m.Role != state.RoleAssistant || len(m.ToolCalls) == 0 {
+			continue
+		}
+		for _, c := range m.ToolCalls {
+			if e := st.Entry(c.ID); e != nil && e.Stub {
+				return false
+			}
+		}
+		return true
+	}
+	return true
+}
+
+// refusedWhole returns a refusal of decisions on a run loaded for a drive.
+// When a decision names a call loaded as a stub, the refusal describes it
+// (how it completed), so the run is loaded whole and the decisions checked
+// again to say so; err is returned as it is otherwise.
+func refusedWhole(ctx context.Context, s state.Store, run *state.RunState, ds []Decision, err error) (*state.RunState, error) {
+	stub := false
+	for _, d := range ds {
+		if e := run.Entry(d.CallID); e != nil && e.Stub {
+			stub = true
+		}
+	}
+	if !stub {
+		return run, err
+	}
+	whole, lerr := Show(ctx, s, run.ID)
+	if lerr != nil {
+		return run, err
+	}
+	whole.Lease = run.Lease
+	if _, werr := ApplyDecisions(whole, ds); werr != nil {
+		return whole, werr
+	}
+	return run, err
 }
 
 // Header loads a run's header alone (its status, config and usage, no

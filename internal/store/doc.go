@@ -19,7 +19,10 @@
 // One row per run in runs (the header: status, revision, timestamps, config,
 // task, usage, output, error) and one row per message, provider item and
 // journal entry in messages, provider_items and journal, keyed by (run, seq)
-// or (run, call id). A save therefore writes the header and the rows of its
+// or (run, call id); a journal row also keeps its entry's stage and turn in
+// columns, indexed with its seq and call id (schema version 3), so that
+// LoadForDrive reads stubs of completed entries from the index alone. A
+// save therefore writes the header and the rows of its
 // state.Delta, and costs what changed, not the length of the run. A handle
 // remembers the header it last wrote for each run; a save that changes only
 // the usage then sets only usage and updated_at (a row still at the

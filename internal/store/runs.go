@@ -123,8 +123,11 @@ func (s *SQLite) Load(ctx context.Context, id string) (*state.RunState, error) {
 }
 
 // LoadForDrive reads run id as Load does, with provider items that carry
-// only their Seq (state.DriveLoader): their seqs come from the primary
-// key's index alone, so a third of a long run's pages are never read.
+// only their Seq and the completed journal entries of earlier replies as
+// stubs (state.DriveLoader): the items' seqs come from the primary key's
+// index alone, and the stubs from the journal's index on (run_id, seq,
+// call_id, stage, turn), so two thirds of a long run's pages are never
+// read nor decoded.
 func (s *SQLite) LoadForDrive(ctx context.Context, id string) (*state.RunState, error) {
 	return s.readRun(ctx, id, func(tx *sql.Tx) (*state.RunState, error) { return loadRunRows(ctx, tx, id, 0, true) })
 }
@@ -237,7 +240,15 @@ const (
 	// order afterwards.
 	journalAll  = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 ORDER BY seq`
 	itemSeqs    = `SELECT seq FROM provider_items WHERE run_id = ?1 ORDER BY seq`
-	journalTail = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 AND (call_id IN (SELECT call_id FROM journal WHERE run_id = ?1 ORDER BY seq DESC, call_id DESC LIMIT ?2) OR json_extract(body, '$.stage') <> 'completed') ORDER BY seq, call_id`
+	journalTail = `SELECT seq, call_id, body FROM journal WHERE run_id = ?1 AND (call_id IN (SELECT call_id FROM journal WHERE run_id = ?1 ORDER BY seq DESC, call_id DESC LIMIT ?2) OR stage <> 'completed') ORDER BY seq, call_id`
+	// journalDrive reads every entry's seq, call id, stage and turn from
+	// the index journal_drive, and the body only of an entry not
+	// completed or of the latest turn: SQLite seeks the table row (a
+	// deferred seek) only when the CASE reads the body, so the bodies of
+	// earlier replies' completed calls are never read.
+	journalDrive = `SELECT seq, call_id, stage, turn,
+		CASE WHEN stage <> 'completed' OR turn >= (SELECT max(turn) FROM journal WHERE run_id = ?1) THEN body END
+		FROM journal WHERE run_id = ?1 ORDER BY seq`
 	// rowCounts estimates the rows of each child table from the largest
 	// seq, for the capacity of the slices (a hint: a gap only wastes).
 	rowCounts = `SELECT (SELECT coalesce(max(seq) + 1, 0) FROM messages WHERE run_id = ?1),
@@ -285,7 +296,7 @@ func loadRunRows(ctx context.Context, q querier, id string, tail int, seqsOnly b
 		return nil, err
 	}
 	if seqsOnly {
-		err = eachSeq(ctx, q, itemSeqs, args, func(seq int) {
+		err = itemStubs(ctx, q, id, ni, func(seq int) {
 			st.ProviderItems = append(st.ProviderItems, state.ProviderItem{Seq: seq})
 		})
 	} else {
@@ -299,12 +310,16 @@ func loadRunRows(ctx context.Context, q querier, id string, tail int, seqsOnly b
 	if err != nil {
 		return nil, err
 	}
-	err = eachRow(ctx, q, jq, args,
-		func(seq int, callID string, body []byte) error {
-			e, err := runrow.JournalEntry(seq, callID, body)
-			st.Journal = append(st.Journal, e)
-			return err
-		})
+	if seqsOnly {
+		err = eachDriveEntry(ctx, q, id, func(e state.JournalEntry) { st.Journal = append(st.Journal, e) })
+	} else {
+		err = eachRow(ctx, q, jq, args,
+			func(seq int, callID string, body []byte) error {
+				e, err := runrow.JournalEntry(seq, callID, body)
+				st.Journal = append(st.Journal, e)
+				return err
+			})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -326,6 +341,57 @@ func sortJournal(j []state.JournalEntry) {
 	}
 }
 
+// eachDriveEntry reads the journal of run id for a drive (journalDrive):
+// whole entries where the body was read, stubs elsewhere.
+func eachDriveEntry(ctx context.Context, q querier, id string, fn func(state.JournalEntry)) error {
+	rows, err := q.QueryContext(ctx, journalDrive, id)
+	if err != nil {
+		return dbErr(ctx, err)
+	}
+	defer rows.Close()
+	var (
+		seq, turn     int64 // not int: database/sql converts an int64 to an int through a string
+		callID, stage string
+		body          sql.RawBytes // valid until Next; decoded at once
+	)
+	for rows.Next() {
+		if err := rows.Scan(&seq, &callID, &stage, &turn, &body); err != nil {
+			return dbErr(ctx, err)
+		}
+		if body == nil {
+			fn(state.JournalEntry{CallID: callID, Seq: int(seq), Turn: int(turn), Stage: state.Stage(stage), Stub: true})
+			continue
+		}
+		e, err := runrow.JournalEntry(int(seq), callID, body)
+		if err != nil {
+			return err
+		}
+		fn(e)
+	}
+	if err := rows.Err(); err != nil {
+		return dbErr(ctx, err)
+	}
+	return nil
+}
+
+// itemStubs gives the seqs of run id's provider items, n being the
+// largest plus one. When the items number n, their seqs (distinct, none
+// above n-1) are 0..n-1 and are given without reading them one by one;
+// else they are read from the primary key's index.
+func itemStubs(ctx context.Context, q querier, id string, n int, fn func(seq int)) error {
+	var count int64
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM provider_items WHERE run_id = ?`, id).Scan(&count); err != nil {
+		return dbErr(ctx, err)
+	}
+	if count == int64(n) {
+		for seq := range n {
+			fn(seq)
+		}
+		return nil
+	}
+	return eachSeq(ctx, q, itemSeqs, []any{id}, fn)
+}
+
 // eachSeq runs a query whose one column is seq.
 func eachSeq(ctx context.Context, q querier, query string, args []any, fn func(seq int)) error {
 	rows, err := q.QueryContext(ctx, query, args...)
@@ -333,12 +399,12 @@ func eachSeq(ctx context.Context, q querier, query string, args []any, fn func(s
 		return dbErr(ctx, err)
 	}
 	defer rows.Close()
-	var seq int
+	var seq int64 // not int: database/sql converts an int64 to an int through a string
 	for rows.Next() {
 		if err := rows.Scan(&seq); err != nil {
 			return dbErr(ctx, err)
 		}
-		fn(seq)
+		fn(int(seq))
 	}
 	if err := rows.Err(); err != nil {
 		return dbErr(ctx, err)
@@ -355,7 +421,7 @@ func eachRow(ctx context.Context, q querier, query string, args []any, fn func(s
 	defer rows.Close()
 	withCallID := strings.Contains(query, "call_id")
 	var (
-		seq    int
+		seq    int64 // not int: database/sql converts an int64 to an int through a string
 		callID string
 		body   sql.RawBytes // valid until Next; fn decodes it at once, so one buffer serves every row
 	)
@@ -368,7 +434,7 @@ func eachRow(ctx context.Context, q querier, query string, args []any, fn func(s
 		if err != nil {
 			return dbErr(ctx, err)
 		}
-		if err := fn(seq, callID, body); err != nil {
+		if err := fn(int(seq), callID, body); err != nil {
 			return err
 		}
 	}
@@ -518,8 +584,8 @@ const (
 	sqlInsertMessage = `INSERT INTO messages (run_id, seq, body) VALUES (?, ?, ?)`
 	sqlUpsertItem    = `INSERT INTO provider_items (run_id, seq, body) VALUES (?, ?, ?)
 			ON CONFLICT (run_id, seq) DO UPDATE SET body = excluded.body`
-	sqlUpsertEntry = `INSERT INTO journal (run_id, call_id, seq, body) VALUES (?, ?, ?, ?)
-			ON CONFLICT (run_id, call_id) DO UPDATE SET seq = excluded.seq, body = excluded.body`
+	sqlUpsertEntry = `INSERT INTO journal (run_id, call_id, seq, stage, turn, body) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (run_id, call_id) DO UPDATE SET seq = excluded.seq, stage = excluded.stage, turn = excluded.turn, body = excluded.body`
 	// The header update sets every column, or, when only the usage
 	// changed (most steps), only usage and updated_at: the indexes on
 	// status and agent are then left alone. Each comes fenced by the
@@ -687,11 +753,14 @@ func (s *SQLite) writeRows(ctx context.Context, tx *sql.Tx, id string, d state.D
 		if e.CallID == "" {
 			return fmt.Errorf("write journal entry %d: empty call id", e.Seq)
 		}
+		if e.Stub {
+			return fmt.Errorf("write journal entry %s: it was loaded without its body and would replace the stored one", e.CallID)
+		}
 		b, err := json.Marshal(e)
 		if err != nil {
 			return fmt.Errorf("encode journal entry %s: %w", e.CallID, err)
 		}
-		if _, err := s.exec(ctx, tx, sqlUpsertEntry, id, e.CallID, e.Seq, string(b)); err != nil {
+		if _, err := s.exec(ctx, tx, sqlUpsertEntry, id, e.CallID, e.Seq, string(e.Stage), e.Turn, string(b)); err != nil {
 			return fmt.Errorf("write journal entry %s: %w", e.CallID, dbErr(ctx, err))
 		}
 	}

@@ -79,6 +79,24 @@ var migrations = []migration{
 			`ALTER TABLE runs ADD COLUMN lease_expires INTEGER NOT NULL DEFAULT 0`,
 		},
 	},
+	{
+		name: "journal stage and turn",
+		stmts: []string{
+			// Each entry's stage and turn (the provider request whose
+			// reply asked for the call) beside its body, copies the
+			// writer keeps equal to the body's, so that a resume reads
+			// the completed entries of earlier replies from an index
+			// alone and leaves their bodies unread (LoadForDrive).
+			`ALTER TABLE journal ADD COLUMN stage TEXT NOT NULL DEFAULT ''`,
+			`ALTER TABLE journal ADD COLUMN turn INTEGER NOT NULL DEFAULT 0`,
+			`UPDATE journal SET stage = coalesce(json_extract(body, '$.stage'), ''),
+				turn = coalesce(json_extract(body, '$.turn'), 0)`,
+			// The index on (run_id, seq) gains the columns a drive reads
+			// of every entry, so it covers them.
+			`DROP INDEX journal_seq`,
+			`CREATE INDEX journal_drive ON journal (run_id, seq, call_id, stage, turn)`,
+		},
+	},
 }
 
 // SchemaVersion is the schema version this binary writes and reads; a store

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -1109,5 +1110,180 @@ func TestJournalEntriesOfOneSeqInCallIDOrder(t *testing.T) {
 	}
 	if want := "0/c-z 1/c-a 1/c-b 1/c-m 2/c-y"; strings.Join(got, " ") != want {
 		t.Fatalf("journal order %v, want %s", got, want)
+	}
+}
+
+// journalByTurn is a run whose journal spans turns 1..3: completed calls in
+// each turn, and in turn 2 a call whose outcome is unknown (started).
+func journalByTurn(id string) *state.RunState {
+	st := newRun(id, 4, 0)
+	for i, turn := range []int{1, 1, 2, 2, 3, 3} {
+		e := entry(fmt.Sprintf("call-%d", i), i, 1)
+		e.Turn = turn
+		e.Result = fmt.Sprintf("result of call %d", i)
+		st.Journal = append(st.Journal, e)
+	}
+	open := &st.Journal[3]
+	open.Stage, open.Result, open.Outcome, open.Success = state.StageStarted, "", "", false
+	return st
+}
+
+// checkDriveStubs checks LoadForDrive of journalByTurn's run against its
+// whole load: completed entries of turns 1 and 2 are stubs (call id, seq,
+// turn, stage), the started entry and the latest turn's entries are whole.
+func checkDriveStubs(t *testing.T, s *SQLite, id string) {
+	t.Helper()
+	ctx := context.Background()
+	whole := mustLoad(t, s, id)
+	d, err := s.LoadForDrive(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Journal) != len(whole.Journal) {
+		t.Fatalf("drive load has %d journal entries, want %d", len(d.Journal), len(whole.Journal))
+	}
+	for i, e := range d.Journal {
+		w := whole.Journal[i]
+		if i == 3 || w.Turn == 3 {
+			if got, want := mustJSON(t, e), mustJSON(t, w); got != want || e.Stub {
+				t.Errorf("entry %d (stub %v)\n%s\nwant whole\n%s", i, e.Stub, got, want)
+			}
+			continue
+		}
+		stub := state.JournalEntry{CallID: w.CallID, Seq: w.Seq, Turn: w.Turn, Stage: state.StageCompleted, Stub: true}
+		if !reflect.DeepEqual(e, stub) {
+			t.Errorf("entry %d = %+v, want the stub %+v", i, e, stub)
+		}
+	}
+	if got, want := mustJSON(t, d.Messages), mustJSON(t, whole.Messages); got != want {
+		t.Errorf("drive load messages\n%s\nwant\n%s", got, want)
+	}
+}
+
+// LoadForDrive leaves out the bodies of completed journal entries of
+// earlier turns, and a save refuses to write such a stub back, so the
+// stored entry keeps its body.
+func TestLoadForDriveStubsEarlierCompletedEntries(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	if err := s.Create(ctx, journalByTurn("stubs")); err != nil {
+		t.Fatal(err)
+	}
+	before := mustJSON(t, mustLoad(t, s, "stubs"))
+	checkDriveStubs(t, s, "stubs")
+
+	d, err := s.LoadForDrive(ctx, "stubs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Save(ctx, d, state.Delta{Journal: []state.JournalEntry{d.Journal[0]}})
+	if err == nil || !strings.Contains(err.Error(), "call-0") || !strings.Contains(err.Error(), "without its body") {
+		t.Fatalf("save of a stub: %v, want a refusal naming call-0", err)
+	}
+	if after := mustJSON(t, mustLoad(t, s, "stubs")); after != before {
+		t.Fatalf("a refused save changed the run:\n%s\nwant\n%s", after, before)
+	}
+	// The tail of a run still finds the open entry by its stage.
+	tail, om, err := s.LoadTail(ctx, "stubs", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range tail.Journal {
+		ids = append(ids, e.CallID)
+	}
+	if strings.Join(ids, " ") != "call-3 call-5" || om.Journal != 4 {
+		t.Fatalf("tail journal %v (%d omitted), want call-3 call-5 (4 omitted)", ids, om.Journal)
+	}
+}
+
+// A store written by schema version 2 (the journal without its stage and
+// turn columns) is upgraded in place when opened: its rows load as they
+// did, and a drive load gives the same stubs as for a run written since.
+func TestMigrationToJournalStageColumns(t *testing.T) {
+	ctx := context.Background()
+	path := tempFile(t, "runs.sqlite3")
+	db, err := sql.Open("sqlite", dsn(path, options{busyTimeout: DefaultBusyTimeout}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA journal_mode = WAL"); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, db, migrations[:2]); err != nil {
+		t.Fatal(err)
+	}
+	// The rows as version 2 wrote them.
+	st := journalByTurn("old")
+	if _, err := db.Exec(`INSERT INTO runs (id, revision, status, agent, file, created_at, updated_at, config, task, usage)
+		VALUES ('old', 1, 'running', 'demo', 'agents/demo.nx', 1, 1, '{}', 'task', '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range st.Messages {
+		b, _ := json.Marshal(m)
+		if _, err := db.Exec(`INSERT INTO messages (run_id, seq, body) VALUES ('old', ?, ?)`, m.Seq, string(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, e := range st.Journal {
+		b, _ := json.Marshal(e)
+		if _, err := db.Exec(`INSERT INTO journal (run_id, call_id, seq, body) VALUES ('old', ?, ?, ?)`, e.CallID, e.Seq, string(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var v int
+	s.db.QueryRow("PRAGMA user_version").Scan(&v)
+	if v != SchemaVersion() {
+		t.Fatalf("user_version %d after Open, want %d", v, SchemaVersion())
+	}
+	got := mustLoad(t, s, "old")
+	if a, b := mustJSON(t, got.Journal), mustJSON(t, st.Journal); a != b {
+		t.Fatalf("journal after the upgrade\n%s\nwant\n%s", a, b)
+	}
+	checkDriveStubs(t, s, "old")
+	// A save after the upgrade keeps the columns equal to the body.
+	e := got.Journal[3]
+	e.Stage, e.Result, e.Outcome = state.StageCompleted, "resolved", "resolved"
+	if err := s.Save(ctx, got, state.Delta{Journal: []state.JournalEntry{e}}); err != nil {
+		t.Fatal(err)
+	}
+	var stage string
+	var turn int
+	if err := s.db.QueryRow(`SELECT stage, turn FROM journal WHERE call_id = 'call-3'`).Scan(&stage, &turn); err != nil || stage != "completed" || turn != 2 {
+		t.Fatalf("columns of a saved entry: stage %q turn %d (%v), want completed 2", stage, turn, err)
+	}
+}
+
+// Provider items whose seqs have gaps (an imported run may have them)
+// load for a drive with their own seqs, not 0..n-1.
+func TestLoadForDriveItemSeqsWithGaps(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	st := newRun("gaps", 2, 0)
+	for _, seq := range []int{0, 2, 5} {
+		st.ProviderItems = append(st.ProviderItems, state.ProviderItem{Seq: seq, Raw: json.RawMessage(`{}`), CreatedAt: st.CreatedAt})
+	}
+	if err := s.Create(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.LoadForDrive(ctx, "gaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int
+	for _, it := range d.ProviderItems {
+		seqs = append(seqs, it.Seq)
+	}
+	if fmt.Sprint(seqs) != "[0 2 5]" {
+		t.Fatalf("drive load item seqs %v, want [0 2 5]", seqs)
 	}
 }

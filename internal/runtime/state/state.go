@@ -232,6 +232,12 @@ type JournalEntry struct {
 	CreatedAt   time.Time  `json:"created_at"`
 	StartedAt   *time.Time `json:"started_at,omitempty"`
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
+
+	// Stub marks a completed entry loaded for a drive without its body
+	// (DriveLoader): only CallID, Seq, Turn and Stage are set. It is
+	// never stored, and a store refuses to write a stub, so a partial
+	// entry can never replace the whole one it stands for.
+	Stub bool `json:"-"`
 }
 
 // Pending reports whether the entry waits for an operator's decision.
@@ -396,12 +402,20 @@ type HeaderLoader interface {
 }
 
 // DriveLoader is a Store that can read a run for an executor that is
-// about to continue it, leaving out what a drive never reads: the bodies
-// of the provider items. A drive appends items after the stored ones and
-// needs only their number; no provider is sent them (a request carries
-// the messages), and they are kept for audit and export. LoadForDrive
-// returns what Load returns, except that each ProviderItem carries only
-// its Seq. A missing run is ErrNotFound.
+// about to continue it, leaving out what a drive never reads:
+//
+//   - the bodies of the provider items: a drive appends items after the
+//     stored ones and needs only their number, and no provider is sent
+//     them (a request carries the messages);
+//   - the bodies of the completed journal entries of earlier replies: a
+//     drive needs their call ids (a new call never reuses one) and their
+//     stage, and reads the results only of the latest reply's calls (its
+//     tool messages) and of calls not completed.
+//
+// LoadForDrive returns what Load returns, except that each ProviderItem
+// carries only its Seq and each completed JournalEntry whose Turn is below
+// the journal's largest is a Stub. Both stay whole in the store for audit,
+// display and export. A missing run is ErrNotFound.
 type DriveLoader interface {
 	LoadForDrive(ctx context.Context, id string) (*RunState, error)
 }

@@ -523,6 +523,9 @@ func queueRows(b *pgx.Batch, id string, d state.Delta) ([]string, error) {
 		if e.CallID == "" {
 			return nil, fmt.Errorf("write journal entry %d: empty call id", e.Seq)
 		}
+		if e.Stub {
+			return nil, fmt.Errorf("write journal entry %s: it was loaded without its body and would replace the stored one", e.CallID)
+		}
 		body, err := json.Marshal(e)
 		if err != nil {
 			return nil, fmt.Errorf("encode journal entry %s: %w", e.CallID, err)

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,24 @@ var behaviours = []behaviour{
 	{"list: a cursor pages without gaps or repeats while runs are created and saved", listCursor},
 	{"load tail: the last rows and every open journal entry, and what was left out", loadTail},
 	{"header: usage-only saves, header changes and another handle's update all load as saved", headerDelta},
+	{"stub: a journal entry loaded without its body is refused, and the stored one kept", stubRefused},
+}
+
+// stubRefused: a save whose delta holds a journal stub (state.DriveLoader)
+// fails and writes nothing, so a partial entry never replaces a whole one.
+func stubRefused(t *testing.T, h *harness) {
+	s := h.handle()
+	mustCreate(t, s, run("stub", time.Time{}))
+	st := mustLoad(t, s, "stub")
+	before := mustLoad(t, s, "stub")
+	stub := state.JournalEntry{CallID: "call_1", Seq: 0, Turn: 1, Stage: state.StageCompleted, Stub: true}
+	if err := s.Save(ctx, st, state.Delta{Journal: []state.JournalEntry{stub}}); err == nil || !strings.Contains(err.Error(), "call_1") {
+		t.Fatalf("save of a stub: %v, want a refusal naming call_1", err)
+	}
+	after := mustLoad(t, s, "stub")
+	if after.Revision != before.Revision || len(after.Journal) != 1 || after.Journal[0].Stage != state.StageStarted || string(after.Journal[0].Arguments) != "{}" {
+		t.Fatalf("after a refused save: revision %d (was %d), journal %+v", after.Revision, before.Revision, after.Journal)
+	}
 }
 
 // Run checks every behaviour of the contract on the store newStore makes.
