@@ -78,7 +78,7 @@ func BenchmarkThreeCommitsFloor(b *testing.B) {
 			return st
 		}
 		setUsage, msg := prep(sqlSetUsage+fenceLease), prep(sqlInsertMessage)
-		item, entry := prep(sqlUpsertItem), prep(sqlUpsertEntry)
+		item, entry := prep(sqlUpsertItem), prep(sqlUpsertBody)
 		rev := int64(1)
 		commit := func(fn func(tx *sql.Tx)) {
 			tx, err := conn.BeginTx(ctx, nil)
@@ -186,7 +186,7 @@ func measure(b *testing.B, step func(i int)) {
 // floorRun creates the benchmark's run, held by the lease owner "bench" at
 // epoch 1 as a driving executor holds it, with floorPrefill steps of rows
 // written in one transaction.
-func floorRun(b *testing.B, s *SQLite) string {
+func floorRun(b testing.TB, s *SQLite) string {
 	b.Helper()
 	ctx := context.Background()
 	st := newRun("floor", 2, 0)

@@ -517,6 +517,14 @@ const (
 	sqlInsertMessage = `INSERT INTO messages (run_id, seq, body) VALUES (?, ?, ?)`
 	sqlUpsertItem    = `INSERT INTO provider_items (run_id, seq, body) VALUES (?, ?, ?)
 			ON CONFLICT (run_id, seq) DO UPDATE SET body = excluded.body`
+	// A journal entry moves through its stages with the seq it was
+	// proposed with, so its upsert rewrites the body alone: an UPDATE
+	// that does not set seq leaves the index on (run_id, seq) as it is,
+	// one page fewer in the WAL of a step's started and result commits.
+	// An entry stored at another seq matches no row here (no change) and
+	// is written by sqlUpsertEntry.
+	sqlUpsertBody = `INSERT INTO journal (run_id, call_id, seq, body) VALUES (?, ?, ?, ?)
+			ON CONFLICT (run_id, call_id) DO UPDATE SET body = excluded.body WHERE seq = excluded.seq`
 	sqlUpsertEntry = `INSERT INTO journal (run_id, call_id, seq, body) VALUES (?, ?, ?, ?)
 			ON CONFLICT (run_id, call_id) DO UPDATE SET seq = excluded.seq, body = excluded.body`
 	// The header update sets every column, or, when only the usage
@@ -547,7 +555,7 @@ func (s *SQLite) prepare(ctx context.Context) {
 		return
 	}
 	m := map[string]*sql.Stmt{}
-	for _, q := range []string{sqlInsertMessage, sqlUpsertItem, sqlUpsertEntry,
+	for _, q := range []string{sqlInsertMessage, sqlUpsertItem, sqlUpsertBody, sqlUpsertEntry,
 		sqlSetAll + fenceLease, sqlSetAll + fenceFree, sqlSetUsage + fenceLease, sqlSetUsage + fenceFree} {
 		st, err := s.db.PrepareContext(ctx, q)
 		if err != nil {
@@ -690,7 +698,15 @@ func (s *SQLite) writeRows(ctx context.Context, tx *sql.Tx, id string, d state.D
 		if err != nil {
 			return fmt.Errorf("encode journal entry %s: %w", e.CallID, err)
 		}
-		if _, err := s.exec(ctx, tx, sqlUpsertEntry, id, e.CallID, e.Seq, string(b)); err != nil {
+		res, err := s.exec(ctx, tx, sqlUpsertBody, id, e.CallID, e.Seq, string(b))
+		var n int64
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		if err == nil && n == 0 {
+			_, err = s.exec(ctx, tx, sqlUpsertEntry, id, e.CallID, e.Seq, string(b))
+		}
+		if err != nil {
 			return fmt.Errorf("write journal entry %s: %w", e.CallID, dbErr(ctx, err))
 		}
 	}
