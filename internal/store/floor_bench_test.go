@@ -55,8 +55,8 @@ const floorPrefill = 2000
 // result (header, tool message, journal entry). It reports wall and CPU
 // time per step, the CPU split into user and system time.
 //
-//   - sql: the statements alone, prepared once on one connection through
-//     database/sql and the driver nexa uses: no runtime, no store code.
+//   - sql: the statements alone, prepared once through database/sql and
+//     the driver nexa uses: no runtime, no store code.
 //     This is the floor of a step's durable writes with this SQLite.
 //   - save: the same rows through Save (the guard's check, the JSON of
 //     the header, the compare-and-set), still without a runtime.
@@ -65,13 +65,10 @@ func BenchmarkThreeCommitsFloor(b *testing.B) {
 		s, _ := openTemp(b)
 		ctx := context.Background()
 		id := floorRun(b, s)
-		conn, err := s.db.Conn(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Close()
+		// Prepared on the database, as the store prepares them: a
+		// transaction then finds each on its connection and reuses it.
 		prep := func(q string) *sql.Stmt {
-			st, err := conn.PrepareContext(ctx, q)
+			st, err := s.db.PrepareContext(ctx, q)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -81,7 +78,7 @@ func BenchmarkThreeCommitsFloor(b *testing.B) {
 		item, entry := prep(sqlUpsertItem), prep(sqlUpsertBody)
 		rev := int64(1)
 		commit := func(fn func(tx *sql.Tx)) {
-			tx, err := conn.BeginTx(ctx, nil)
+			tx, err := s.db.BeginTx(ctx, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
