@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,6 +45,10 @@ func floorRows(k int) floorStep {
 	}
 }
 
+// stepFrames is how many pages each commit of a step adds to the WAL
+// (TestStepWALFrames checks it).
+var stepFrames = [3]int{9, 3, 5}
+
 // floorPrefill is how many steps the run holds before the measured ones:
 // the N = 2,000 of the peers' workload, so the b-trees have its depth.
 const floorPrefill = 2000
@@ -61,6 +68,42 @@ const floorPrefill = 2000
 //   - save: the same rows through Save (the guard's check, the JSON of
 //     the header, the compare-and-set), still without a runtime.
 func BenchmarkThreeCommitsFloor(b *testing.B) {
+	b.Run("io", func(b *testing.B) {
+		// The writes of the three commits without SQLite: per commit, for
+		// each page it adds to the WAL a 24-byte frame header and a
+		// 4 KiB page (two pwrites, as SQLite makes them), then an fsync;
+		// 9, 3 and 5 pages (TestStepWALFrames). The file wraps at 1,000
+		// frames, as the WAL restarts after a checkpoint.
+		f, err := os.Create(filepath.Join(b.TempDir(), "wal"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		fd := int(f.Fd())
+		var head [24]byte
+		page := make([]byte, 4096)
+		frame := 0
+		commit := func(pages int) {
+			for range pages {
+				off := int64(32 + (frame%1000)*(24+4096))
+				frame++
+				if _, err := syscall.Pwrite(fd, head[:], off); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := syscall.Pwrite(fd, page, off+24); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := syscall.Fsync(fd); err != nil {
+				b.Fatal(err)
+			}
+		}
+		measure(b, func(int) {
+			for _, pages := range stepFrames {
+				commit(pages)
+			}
+		})
+	})
 	b.Run("sql", func(b *testing.B) {
 		s, _ := openTemp(b)
 		ctx := context.Background()
@@ -216,4 +259,55 @@ func floorRun(b testing.TB, s *SQLite) string {
 		b.Fatal(err)
 	}
 	return st.ID
+}
+
+// A tool step's three commits add 9, 3 and 5 pages to the WAL (the
+// fewest of five steps; a b-tree split adds some now and then): every
+// page is a 4 KiB write, so a statement that touched one more index
+// would show here before it showed in the timings.
+func TestStepWALFrames(t *testing.T) {
+	s, path := openTemp(t)
+	ctx := context.Background()
+	id := floorRun(t, s)
+	st, err := s.LoadHeader(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Lease = &state.Lease{Owner: "bench", Epoch: 1}
+	least := [3]int{1 << 30, 1 << 30, 1 << 30}
+	for k := floorPrefill; k < floorPrefill+5; k++ {
+		r := floorRows(k)
+		var a, tool state.Message
+		var it state.ProviderItem
+		var p, sd, c state.JournalEntry
+		for _, u := range []struct {
+			body string
+			v    any
+		}{{r.assistant, &a}, {r.tool, &tool}, {r.item, &it}, {r.proposed, &p}, {r.started, &sd}, {r.completed, &c}} {
+			if err := json.Unmarshal([]byte(u.body), u.v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, d := range []state.Delta{
+			{Messages: []state.Message{a}, ProviderItems: []state.ProviderItem{it}, Journal: []state.JournalEntry{p}},
+			{Journal: []state.JournalEntry{sd}},
+			{Messages: []state.Message{tool}, Journal: []state.JournalEntry{c}},
+		} {
+			if _, err := s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+				t.Fatal(err)
+			}
+			st.Usage.InputTokens += 5
+			if err := s.Save(ctx, st, d); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(path + "-wal")
+			if err != nil {
+				t.Fatal(err)
+			}
+			least[i] = min(least[i], int((fi.Size()-32)/(24+4096)))
+		}
+	}
+	if least != stepFrames {
+		t.Fatalf("the commits of a step added %v pages to the WAL, want %v", least, stepFrames)
+	}
 }
