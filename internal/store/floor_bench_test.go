@@ -17,7 +17,7 @@ import (
 
 // The rows of one step of bench/peers/add.nx (a native add tool, a
 // scripted model), as a real run of the binary stored them, with the seq,
-// call id, turn and arguments of step k put in. floorRow fills them in.
+// call id, turn and arguments of step k put in by floorRows.
 const (
 	floorAssistant = `{"seq":@M,"role":"assistant","tool_calls":[{"id":"call_@C","name":"add","arguments":"{\"a\":@K,\"b\":1}"}]}`
 	floorItem      = `{"seq":@K,"raw":{"provider":"script","model":"scripted","turn":@C,"message":{"seq":0,"role":"assistant","tool_calls":[{"id":"call_@C","name":"add","arguments":"{\"a\":@K,\"b\":1}"}]},"finish_reason":"tool_calls","usage":{"input_tokens":51,"output_tokens":5,"total_tokens":56,"provider_requests":1,"tool_calls":0}},"usage":{"input_tokens":51,"output_tokens":5,"total_tokens":56,"provider_requests":1,"tool_calls":0},"created_at":"2026-12-03T11:35:38.014621472Z"}`
@@ -54,17 +54,19 @@ var stepFrames = [3]int{9, 3, 5}
 const floorPrefill = 2000
 
 // BenchmarkThreeCommitsFloor makes exactly the three commits of one tool
-// step of the peers' workload (docs/benchmarks.md, "Runtime: overhead per
-// tool round"), with the rows the binary writes, into a run that already
+// step of the peers' workload (docs/benchmarks.md, "The floor of a step:
+// its three commits"), with the rows the binary writes, into a run that already
 // holds 2,000 steps, on a store Open made (same schema, WAL,
 // synchronous=FULL, cache_size): the reply (header, assistant message,
 // provider item, journal entry), started (header, journal entry), the
 // result (header, tool message, journal entry). It reports wall and CPU
 // time per step, the CPU split into user and system time.
 //
+//   - io: no SQLite, only the page writes and fsyncs of those commits:
+//     what the kernel and the disk cost, whoever writes.
 //   - sql: the statements alone, prepared once through database/sql and
-//     the driver nexa uses: no runtime, no store code.
-//     This is the floor of a step's durable writes with this SQLite.
+//     the driver nexa uses: no runtime, no store code. This is the floor
+//     of a step's durable writes with this SQLite.
 //   - save: the same rows through Save (the guard's check, the JSON of
 //     the header, the compare-and-set), still without a runtime.
 func BenchmarkThreeCommitsFloor(b *testing.B) {
