@@ -277,6 +277,22 @@ func (r *Runner) drive(ctx context.Context, st *state.RunState, crashed bool) (*
 	}
 	d := newDriver(r, st, log)
 	d.verify = crashed || r.startsServers()
+	if r.stop != nil {
+		// One watcher of the stop channel for the whole drive: each
+		// provider request's context derives from this one, where a
+		// watcher per request cost a goroutine (and a wake-up of an idle
+		// thread) every step.
+		var cancel context.CancelFunc
+		d.stopCtx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-r.stop:
+				cancel()
+			case <-d.stopCtx.Done():
+			}
+		}()
+	}
 	for {
 		s, err := d.next(ctx)
 		if err != nil {
@@ -320,6 +336,11 @@ type driver struct {
 	// drive of native and sandboxed tools only never pays for that check,
 	// whose cost grows with the whole store.
 	verify bool
+
+	// stopCtx is the drive's context, cancelled also by a stop request
+	// (nil without a stop channel): the parent of every provider
+	// request's context, never of a save or a tool call.
+	stopCtx context.Context
 }
 
 // heldResult is a completed journal entry waiting for the drive's next
@@ -608,24 +629,15 @@ func (d *driver) exhausted(ctx context.Context, why string) (step, error) {
 
 // providerContext bounds a provider request by the deadline and by a stop
 // request (a provider request has no side effects, so cutting it is safe).
+// ctx is the drive's context, which d.stopCtx derives from.
 func (d *driver) providerContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	var cancel context.CancelFunc
+	if d.stopCtx != nil {
+		ctx = d.stopCtx
+	}
 	if dl := d.st.Config.Deadline; dl != nil {
-		ctx, cancel = context.WithDeadline(ctx, *dl)
-	} else {
-		ctx, cancel = context.WithCancel(ctx)
+		return context.WithDeadline(ctx, *dl)
 	}
-	if d.r.stop != nil {
-		stop := d.r.stop
-		go func() {
-			select {
-			case <-stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-	}
-	return ctx, cancel
+	return context.WithCancel(ctx)
 }
 
 // buildRequest turns the conversation into a provider request, applying the

@@ -760,7 +760,8 @@ func (s *SQLite) writeRows(ctx context.Context, tx *sql.Tx, id string, d state.D
 		if err != nil {
 			return fmt.Errorf("encode journal entry %s: %w", e.CallID, err)
 		}
-		if _, err := s.exec(ctx, tx, sqlUpsertEntry, id, e.CallID, e.Seq, string(e.Stage), e.Turn, string(b)); err != nil {
+		_, err = s.exec(ctx, tx, sqlUpsertEntry, id, e.CallID, e.Seq, string(e.Stage), e.Turn, string(b))
+		if err != nil {
 			return fmt.Errorf("write journal entry %s: %w", e.CallID, dbErr(ctx, err))
 		}
 	}

@@ -1287,3 +1287,35 @@ func TestLoadForDriveItemSeqsWithGaps(t *testing.T) {
 		t.Fatalf("drive load item seqs %v, want [0 2 5]", seqs)
 	}
 }
+
+// A save rewrites a journal entry in place when it keeps its seq (every
+// stage of a call) and moves it when the seq changed: either way the run
+// loads with the entry as saved, once, in seq order.
+func TestSaveJournalEntryKeepsOrMovesSeq(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	st := newRun("r", 0, 3)
+	if err := s.Create(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	st.Journal[1].Stage, st.Journal[1].Result = state.StageStarted, "same seq"
+	if err := s.Save(ctx, st, state.Delta{Journal: st.Journal[1:2]}); err != nil {
+		t.Fatal(err)
+	}
+	st.Journal[0].Seq, st.Journal[0].Result = 7, "moved"
+	if err := s.Save(ctx, st, state.Delta{Journal: st.Journal[0:1]}); err != nil {
+		t.Fatal(err)
+	}
+	got := mustLoad(t, s, "r")
+	var order []string
+	for _, e := range got.Journal {
+		order = append(order, fmt.Sprintf("%s@%d:%s", e.CallID, e.Seq, e.Stage))
+	}
+	want := "call-1@1:started call-2@2:completed call-0@7:completed"
+	if strings.Join(order, " ") != want {
+		t.Fatalf("journal after the saves:\n%s\nwant\n%s", strings.Join(order, " "), want)
+	}
+	if got.Journal[0].Result != "same seq" || got.Journal[2].Result != "moved" {
+		t.Fatalf("results after the saves: %q, %q", got.Journal[0].Result, got.Journal[2].Result)
+	}
+}
