@@ -131,6 +131,10 @@ func DefaultPath(workDir string) string {
 	return filepath.Join(workDir, DirName, FileName)
 }
 
+// sqliteDriver opens every store's connections (through connector, which
+// turns their checkpoint-on-close off).
+var sqliteDriver = &sqlite.Driver{}
+
 // maxConns bounds the pool. WAL lets readers run beside the one writer, so a
 // few connections let List or Load proceed while a Save waits for its lock.
 const maxConns = 4
@@ -159,10 +163,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 		return nil, fmt.Errorf("open run store %s: %w", path, err)
 	}
 
-	db, err := sql.Open("sqlite", dsn(abs, o))
-	if err != nil {
-		return nil, fmt.Errorf("open run store %s: %w", path, err)
-	}
+	db := sql.OpenDB(connector{dsn: dsn(abs, o), drv: sqliteDriver})
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
 	db.SetConnMaxLifetime(0)
@@ -342,7 +343,9 @@ func (s *SQLite) Path() string { return s.path }
 // Close releases the database; it waits for no transaction because every
 // method finishes its own before returning. Leases this handle holds stay
 // in the database but their lock files are unlocked, as when the process
-// dies: another process may take those runs over at once.
+// dies: another process may take those runs over at once. The
+// write-ahead log stays beside the database file unless it has grown past
+// walKeep (see there): a copy of the store is the file with its -wal.
 func (s *SQLite) Close() error {
 	s.mu.Lock()
 	for id, f := range s.held {
@@ -355,6 +358,9 @@ func (s *SQLite) Close() error {
 			st.Close()
 		}
 	}
+	// A log past walKeep goes into the database file; a failure leaves
+	// it for the next process, which reads it all the same.
+	_ = s.checkpointIfLarge(context.Background())
 	err := s.db.Close()
 	// After SQLite's connections: closing it releases this process's
 	// POSIX locks on the file.
