@@ -17,19 +17,18 @@ import (
 //
 // By default SQLite checkpoints the log into the database file when the
 // last connection to it closes, then deletes it: two fsyncs on the way out
-// of every process (the log's and the database file's), and two more at
-// the next process's first commit (the new log's header and its
-// directory). Every commit is on disk in the log already
-// (synchronous=FULL), so that checkpoint adds no durability, only
-// fsyncs; a one-step run made 10, of which 3 were these. The store's
-// connections are opened with checkpoint-on-close off (noCheckpointOnClose)
-// and Close leaves the log in place while it is at most walKeep, which is
-// what the next process to open the store reads once (SQLite's recovery of
-// the log, in its size: ~0.5 ms for 1 MiB here). Past walKeep, Close
-// checkpoints and truncates it (checkpointIfLarge): a one-step run writes
-// ~120 KB of log, so that is one close in eight or so. A variable so that
-// tests can lower it.
-var walKeep int64 = 1 << 20
+// of every process (the log's and the database file's), and one more at
+// the next process's first commit (the new log's header). Every commit is
+// on disk in the log already (synchronous=FULL), so that checkpoint adds
+// no durability, only fsyncs. The store's connections are opened with
+// checkpoint-on-close off (noCheckpointOnClose) and Close leaves the log
+// in place while it is at most walKeep; the next process to open the store
+// reads it once (SQLite's recovery: BenchmarkOpenWithLog, about 0.5 ms
+// for any log and 0.1 ms more per 100 KiB here). Past walKeep, Close
+// checkpoints and truncates it (checkpointIfLarge). A one-step run writes
+// ~120 KiB of log, so that is one close in four or five. A variable so
+// that tests can lower it.
+var walKeep int64 = 512 << 10
 
 // closeBusyTimeout bounds how long Close's checkpoint waits for other
 // processes' transactions; it gives up (the log stays, for a later Close)
