@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -170,17 +171,18 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 	db.SetConnMaxIdleTime(0)
 
 	s := &SQLite{db: db, path: abs, now: o.now, busyTimeout: o.busyTimeout, held: map[string]*os.File{}}
-	if err := s.init(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open run store %s: %w", path, err)
-	}
-	tightenMode(abs)
 	// The identity is the open descriptor's, so the file guard reads is
-	// the file it compares against.
+	// the file it compares against; init reads the header through it too.
 	if s.headFD, err = syscall.Open(abs, syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open run store %s: %w", path, err)
 	}
+	if err := s.init(ctx); err != nil {
+		db.Close()
+		syscall.Close(s.headFD)
+		return nil, fmt.Errorf("open run store %s: %w", path, err)
+	}
+	tightenMode(abs)
 	var fst syscall.Stat_t
 	if err := syscall.Fstat(s.headFD, &fst); err != nil {
 		db.Close()
@@ -201,6 +203,11 @@ func (s *SQLite) init(ctx context.Context) error {
 	if err := id.check(len(migrations)); err != nil {
 		return err
 	}
+	if id.version == len(migrations) && s.headerSaysWAL() {
+		// A current store in WAL mode (the mode is persistent, and set
+		// by the Open that created the store): nothing to set or migrate.
+		return nil
+	}
 	var mode string
 	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
 		return fmt.Errorf("set WAL journal mode: %w", dbErr(ctx, err))
@@ -212,6 +219,14 @@ func (s *SQLite) init(ctx context.Context) error {
 		return nil // current: migrate would only read the identity again
 	}
 	return migrate(ctx, s.db, migrations)
+}
+
+// headerSaysWAL reports whether the database file's header names WAL mode
+// (bytes 18 and 19 are 2), read through headFD.
+func (s *SQLite) headerSaysWAL() bool {
+	var head [20]byte
+	n, err := syscall.Pread(s.headFD, head[:], 0)
+	return err == nil && n == len(head) && bytes.Equal(head[:len(sqliteMagic)], sqliteMagic) && head[18] == 2 && head[19] == 2
 }
 
 // cachePages is each connection's page cache, in pages. SQLite's default
