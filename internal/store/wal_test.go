@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"os"
+	"runtime"
 	"testing"
 	"time"
+
+	"modernc.org/sqlite"
 
 	"github.com/nexa-run/nexa/internal/runtime/state"
 )
@@ -115,5 +118,18 @@ func TestReleaseLeavesCommitsDurable(t *testing.T) {
 		if mode != 2 {
 			t.Errorf("a pooled connection has synchronous = %d after Release, want 2 (FULL)", mode)
 		}
+	}
+}
+
+// TestOpenCommitsWithFdatasync: after Open, SQLite commits with
+// fdatasync(2), as it does on Linux when built by its own configure script
+// (see useFdatasync).
+func TestOpenCommitsWithFdatasync(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("fdatasync is switched on where the driver honours it; checked on Linux")
+	}
+	openTemp(t)
+	if !sqlite.FdatasyncEnabled() {
+		t.Error("SQLite still commits with fsync after Open")
 	}
 }
