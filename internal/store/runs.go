@@ -472,7 +472,7 @@ func (s *SQLite) Update(ctx context.Context, id string, fn func(st *state.RunSta
 // passes. fn may therefore run more than once and must only touch tx and
 // values it recomputes.
 func (s *SQLite) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.retryTx(ctx, s.tryTx, fn)
+	return s.retryTx(ctx, false, fn)
 }
 
 // inLazyTx is inTx for a write that need not be on disk when it returns:
@@ -482,15 +482,22 @@ func (s *SQLite) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // power cut may lose it, and the store is then as it was before it, still
 // consistent. Only Release uses it: see there why losing one is harmless.
 func (s *SQLite) inLazyTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.retryTx(ctx, s.tryLazyTx, fn)
+	return s.retryTx(ctx, true, fn)
 }
 
-// retryTx runs try(ctx, fn) until it succeeds, fails with something other
-// than a locked database, or ctx ends (see inTx).
-func (s *SQLite) retryTx(ctx context.Context, try func(context.Context, func(*sql.Tx) error) error, fn func(tx *sql.Tx) error) error {
+// retryTx runs fn in a transaction (tryLazyTx if lazy, else tryTx) until
+// it succeeds, fails with something other than a locked database, or ctx
+// ends (see inTx). The two are called directly, not through a function
+// value, so that fn and what it captures stay on the caller's stack.
+func (s *SQLite) retryTx(ctx context.Context, lazy bool, fn func(tx *sql.Tx) error) error {
 	busy := false
 	for {
-		err := try(ctx, fn)
+		var err error
+		if lazy {
+			err = s.tryLazyTx(ctx, fn)
+		} else {
+			err = s.tryTx(ctx, fn)
+		}
 		if busy && ctx.Err() != nil && !errors.Is(err, ErrLocked) {
 			err = fmt.Errorf("%w: %w", ErrLocked, err)
 		}
