@@ -85,6 +85,10 @@ cat > model.json <<'JSON'
   {"content": "5"}
 ]}
 JSON
+# each binary runs in a working directory of its own, so that each has a
+# store of its own: what one binary leaves in a store when it closes it
+# (its write-ahead log or none) is what its own next run finds
+for i in "${!bins[@]}"; do mkdir "$work/dir$i" && cp add.nx model.json "$work/dir$i/"; done
 
 # wall and CPU (user + system) time of one process in milliseconds, from
 # bash's own `time` keyword, so that no helper process is timed with it
@@ -101,10 +105,10 @@ measure() {
 	local name=$1
 	shift
 	local b i
-	for b in "${bins[@]}"; do "$b" "$@" >/dev/null 2>&1 || true; done # warm-up
+	for i in "${!bins[@]}"; do (cd "$work/dir$i" && "${bins[$i]}" "$@" >/dev/null 2>&1) || true; done # warm-up
 	local -A all=()
 	for _ in $(seq "$runs"); do
-		for i in "${!bins[@]}"; do all[$i]+="$(ms "${bins[$i]}" "$@") "; done
+		for i in "${!bins[@]}"; do all[$i]+="$(cd "$work/dir$i" && ms "${bins[$i]}" "$@") "; done
 	done
 	for i in "${!bins[@]}"; do
 		printf '%s\n' ${all[$i]} | tr / ' ' | awk -v name="$name" -v bin="${labels[$i]}" -v i="$i" -v keep="$work/medians" '

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -112,4 +113,19 @@ func count(t testing.TB, s *SQLite, table, id string) int {
 
 func tempFile(t testing.TB, name string) string {
 	return filepath.Join(t.TempDir(), name)
+}
+
+// checkpoint copies a closed store's write-ahead log into its database
+// file and removes it, as SQLite's default close does, for tests that
+// read or damage the database file itself.
+func checkpoint(t testing.TB, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		t.Fatalf("checkpoint %s: %v", path, err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -538,9 +539,32 @@ func (s *SQLite) Update(ctx context.Context, id string, fn func(st *state.RunSta
 // passes. fn may therefore run more than once and must only touch tx and
 // values it recomputes.
 func (s *SQLite) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.retryTx(ctx, false, fn)
+}
+
+// inLazyTx is inTx for a write that need not be on disk when it returns:
+// its commit is not fsynced (synchronous=NORMAL for this transaction) and
+// reaches the disk with the next commit of any process, or a checkpoint.
+// A kill -9 loses nothing (the write is in the kernel's page cache); a
+// power cut may lose it, and the store is then as it was before it, still
+// consistent. Only Release uses it: see there why losing one is harmless.
+func (s *SQLite) inLazyTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.retryTx(ctx, true, fn)
+}
+
+// retryTx runs fn in a transaction (tryLazyTx if lazy, else tryTx) until
+// it succeeds, fails with something other than a locked database, or ctx
+// ends (see inTx). The two are called directly, not through a function
+// value, so that fn and what it captures stay on the caller's stack.
+func (s *SQLite) retryTx(ctx context.Context, lazy bool, fn func(tx *sql.Tx) error) error {
 	busy := false
 	for {
-		err := s.tryTx(ctx, fn)
+		var err error
+		if lazy {
+			err = s.tryLazyTx(ctx, fn)
+		} else {
+			err = s.tryTx(ctx, fn)
+		}
 		if busy && ctx.Err() != nil && !errors.Is(err, ErrLocked) {
 			err = fmt.Errorf("%w: %w", ErrLocked, err)
 		}
@@ -566,6 +590,38 @@ func (s *SQLite) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 func (s *SQLite) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	s.prepare(ctx) // before BeginTx, on the idle connection the transaction takes
 	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return dbErr(ctx, err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return dbErr(ctx, err)
+	}
+	return nil
+}
+
+// tryLazyTx is tryTx on a connection of its own whose synchronous setting
+// is NORMAL for this one transaction, then FULL again; a connection whose
+// setting cannot be restored is closed rather than returned to the pool.
+func (s *SQLite) tryLazyTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return dbErr(ctx, err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
+		return dbErr(ctx, err)
+	}
+	defer func() {
+		if _, rerr := c.ExecContext(context.Background(), "PRAGMA synchronous = FULL"); rerr != nil {
+			_ = c.Raw(func(any) error { return driver.ErrBadConn })
+			err = errors.Join(err, dbErr(ctx, rerr))
+		}
+	}()
+	tx, err := c.BeginTx(ctx, nil)
 	if err != nil {
 		return dbErr(ctx, err)
 	}

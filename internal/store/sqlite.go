@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -131,6 +132,20 @@ func DefaultPath(workDir string) string {
 	return filepath.Join(workDir, DirName, FileName)
 }
 
+// useFdatasync makes SQLite commit with fdatasync(2) instead of fsync(2),
+// once per process, before the first store opens. fdatasync writes a
+// file's data and what is needed to read it back (its size included), but
+// not its timestamps, so a commit is exactly as durable and waits for less
+// (the inode's timestamp update). It is what SQLite does on Linux when
+// built by its own configure script; the transpiled library keeps fsync
+// unless told (modernc.org/sqlite's Fdatasync). A platform without it
+// keeps fsync.
+var useFdatasync = sync.OnceFunc(func() { _, _ = sqlite.Fdatasync(true) })
+
+// sqliteDriver opens every store's connections (through connector, which
+// turns their checkpoint-on-close off).
+var sqliteDriver = &sqlite.Driver{}
+
 // maxConns bounds the pool. WAL lets readers run beside the one writer, so a
 // few connections let List or Load proceed while a Save waits for its lock.
 const maxConns = 4
@@ -158,28 +173,27 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 	if err := prepareFiles(abs); err != nil {
 		return nil, fmt.Errorf("open run store %s: %w", path, err)
 	}
+	useFdatasync()
 
-	db, err := sql.Open("sqlite", dsn(abs, o))
-	if err != nil {
-		return nil, fmt.Errorf("open run store %s: %w", path, err)
-	}
+	db := sql.OpenDB(connector{dsn: dsn(abs, o), drv: sqliteDriver})
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
 
 	s := &SQLite{db: db, path: abs, now: o.now, busyTimeout: o.busyTimeout, held: map[string]*os.File{}}
-	if err := s.init(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open run store %s: %w", path, err)
-	}
-	tightenMode(abs)
 	// The identity is the open descriptor's, so the file guard reads is
-	// the file it compares against.
+	// the file it compares against; init reads the header through it too.
 	if s.headFD, err = syscall.Open(abs, syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open run store %s: %w", path, err)
 	}
+	if err := s.init(ctx); err != nil {
+		db.Close()
+		syscall.Close(s.headFD)
+		return nil, fmt.Errorf("open run store %s: %w", path, err)
+	}
+	tightenMode(abs)
 	var fst syscall.Stat_t
 	if err := syscall.Fstat(s.headFD, &fst); err != nil {
 		db.Close()
@@ -200,6 +214,11 @@ func (s *SQLite) init(ctx context.Context) error {
 	if err := id.check(len(migrations)); err != nil {
 		return err
 	}
+	if id.version == len(migrations) && s.headerSaysWAL() {
+		// A current store in WAL mode (the mode is persistent, and set
+		// by the Open that created the store): nothing to set or migrate.
+		return nil
+	}
 	var mode string
 	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
 		return fmt.Errorf("set WAL journal mode: %w", dbErr(ctx, err))
@@ -211,6 +230,14 @@ func (s *SQLite) init(ctx context.Context) error {
 		return nil // current: migrate would only read the identity again
 	}
 	return migrate(ctx, s.db, migrations)
+}
+
+// headerSaysWAL reports whether the database file's header names WAL mode
+// (bytes 18 and 19 are 2), read through headFD.
+func (s *SQLite) headerSaysWAL() bool {
+	var head [20]byte
+	n, err := syscall.Pread(s.headFD, head[:], 0)
+	return err == nil && n == len(head) && bytes.Equal(head[:len(sqliteMagic)], sqliteMagic) && head[18] == 2 && head[19] == 2
 }
 
 // cachePages is each connection's page cache, in pages. SQLite's default
@@ -342,7 +369,9 @@ func (s *SQLite) Path() string { return s.path }
 // Close releases the database; it waits for no transaction because every
 // method finishes its own before returning. Leases this handle holds stay
 // in the database but their lock files are unlocked, as when the process
-// dies: another process may take those runs over at once.
+// dies: another process may take those runs over at once. The
+// write-ahead log stays beside the database file unless it has grown past
+// walKeep (see there): a copy of the store is the file with its -wal.
 func (s *SQLite) Close() error {
 	s.mu.Lock()
 	for id, f := range s.held {
@@ -355,6 +384,9 @@ func (s *SQLite) Close() error {
 			st.Close()
 		}
 	}
+	// A log past walKeep goes into the database file; a failure leaves
+	// it for the next process, which reads it all the same.
+	_ = s.checkpointIfLarge(context.Background())
 	err := s.db.Close()
 	// After SQLite's connections: closing it releases this process's
 	// POSIX locks on the file.

@@ -599,6 +599,7 @@ func TestDamagedPages(t *testing.T) {
 		}
 	}
 	s.Close()
+	checkpoint(t, path) // the runs' pages into the file, to damage them there
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

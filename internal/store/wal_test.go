@@ -1,0 +1,135 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"modernc.org/sqlite"
+
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+// TestCloseKeepsTheLog: closing a store leaves its write-ahead log in
+// place (no checkpoint, no fsyncs on the way out), and the next Open reads
+// every run from it. It fails if the driver stops letting the store turn
+// SQLite's checkpoint-on-close off.
+func TestCloseKeepsTheLog(t *testing.T) {
+	s, path := openTemp(t)
+	if err := s.Create(context.Background(), newRun("r1", 3, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatalf("after Close: %v; want the log left in place", err)
+	}
+	if fi.Size() == 0 {
+		t.Fatal("after Close the log is empty: the store checkpointed it")
+	}
+	s2, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	st, err := s2.Load(context.Background(), "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Messages) != 3 || len(st.Journal) != 2 {
+		t.Errorf("loaded %d messages, %d journal entries; want 3, 2", len(st.Messages), len(st.Journal))
+	}
+}
+
+// TestCloseCheckpointsALargeLog: a log past walKeep is copied into the
+// database file and truncated by Close, so the next process's recovery
+// never reads more than about walKeep; the runs are all in the file.
+func TestCloseCheckpointsALargeLog(t *testing.T) {
+	old := walKeep
+	walKeep = 64 << 10
+	t.Cleanup(func() { walKeep = old })
+	s, path := openTemp(t)
+	for i := range 4 {
+		if err := s.Create(context.Background(), newRun("r"+string(rune('0'+i)), 50, 20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() <= walKeep {
+		t.Fatalf("log before Close: %v, %v; want more than %d bytes", fi, err, walKeep)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() != 0 {
+		t.Errorf("log after Close: %d bytes, want it truncated", fi.Size())
+	}
+	s2, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	sums, err := s2.List(context.Background(), state.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sums) != 4 {
+		t.Errorf("listed %d runs, want 4", len(sums))
+	}
+}
+
+// TestReleaseLeavesCommitsDurable: Release writes with synchronous=NORMAL
+// on a connection of its own; every connection of the pool is back to
+// synchronous=FULL afterwards, so the next save is on disk when it returns.
+func TestReleaseLeavesCommitsDurable(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	st := newRun("r1", 1, 0)
+	st.Lease = &state.Lease{Owner: "me", TTL: time.Minute}
+	if err := s.Create(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, "r1", st.Lease); err != nil {
+		t.Fatal(err)
+	}
+	if cur, err := s.storedLease(ctx, "r1"); err != nil || cur.Owner != "" {
+		t.Fatalf("stored lease after Release: %+v, %v; want none", cur, err)
+	}
+	var conns []*sql.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range maxConns {
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		var mode int
+		if err := c.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		if mode != 2 {
+			t.Errorf("a pooled connection has synchronous = %d after Release, want 2 (FULL)", mode)
+		}
+	}
+}
+
+// TestOpenCommitsWithFdatasync: after Open, SQLite commits with
+// fdatasync(2), as it does on Linux when built by its own configure script
+// (see useFdatasync).
+func TestOpenCommitsWithFdatasync(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("fdatasync is switched on where the driver honours it; checked on Linux")
+	}
+	openTemp(t)
+	if !sqlite.FdatasyncEnabled() {
+		t.Error("SQLite still commits with fsync after Open")
+	}
+}
