@@ -60,6 +60,10 @@ if [ -d /dev/shm ] && [ -w /dev/shm ]; then
 fi
 load
 
+echo "== the floor of a step: its three commits alone (io, sql, save; wall, CPU, user, system per step)"
+bench -bench 'ThreeCommitsFloor' -benchtime 1000x -count 3 ./internal/store
+load
+
 echo "== flat: 2,000 rounds, first and last ten rounds from the journal's timestamps (disk)"
 bench -bench 'Flat' -benchtime 1x -count "$flat" ./internal/runtime
 load
