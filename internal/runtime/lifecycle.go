@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/nexa-run/nexa/internal/runtime/state"
@@ -319,12 +320,10 @@ func latestWhole(st *state.RunState) bool {
 // (how it completed), so the run is loaded whole and the decisions checked
 // again to say so; err is returned as it is otherwise.
 func refusedWhole(ctx context.Context, s state.Store, run *state.RunState, ds []Decision, err error) (*state.RunState, error) {
-	stub := false
-	for _, d := range ds {
-		if e := run.Entry(d.CallID); e != nil && e.Stub {
-			stub = true
-		}
-	}
+	stub := slices.ContainsFunc(ds, func(d Decision) bool {
+		e := run.Entry(d.CallID)
+		return e != nil && e.Stub
+	})
 	if !stub {
 		return run, err
 	}

@@ -14,17 +14,18 @@ import (
 	"github.com/nexa-run/nexa/internal/store"
 )
 
-// TestResumeKeepsProviderItems: a resume on the SQLite store loads the run
-// without the provider items' bodies (state.DriveLoader), yet the items it
-// appends follow the stored ones and the stored ones keep their bodies.
-func TestResumeKeepsProviderItems(t *testing.T) {
-	const rounds = 3
+// pausedOnSQLite starts, on a SQLite store of its own, a run of
+// confirmProgram that makes rounds echo calls and then waits for the
+// approval of call c3, and returns the store, the runner, the paused run
+// and the request that resumes it.
+func pausedOnSQLite(t *testing.T, rounds int) (*store.SQLite, *runtime.Runner, *state.RunState, runtime.ResumeRequest) {
+	t.Helper()
 	ctx := context.Background()
 	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "runs.sqlite3"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	prog := confirmProgram()
 	r, err := runtime.NewRunner(runtime.Config{Program: prog, Agent: prog.Agents[0], Store: s, Provider: pausingProvider{rounds: rounds},
 		Executors: map[ir.BodyKind]runtime.Executor{ir.BodyPython: echoExec{}}})
@@ -36,7 +37,16 @@ func TestResumeKeepsProviderItems(t *testing.T) {
 	if err != nil || paused.Status != state.StatusWaitingApproval {
 		t.Fatalf("start: %v, status %s", err, paused.Status)
 	}
-	req := runtime.ResumeRequest{Agent: "A", SourceHash: prog.Hash, Provider: pausingProvider{}.Identity(), WorkDir: workDir}
+	return s, r, paused, runtime.ResumeRequest{Agent: "A", SourceHash: prog.Hash, Provider: pausingProvider{}.Identity(), WorkDir: workDir}
+}
+
+// TestResumeKeepsProviderItems: a resume on the SQLite store loads the run
+// without the provider items' bodies (state.DriveLoader), yet the items it
+// appends follow the stored ones and the stored ones keep their bodies.
+func TestResumeKeepsProviderItems(t *testing.T) {
+	const rounds = 3
+	ctx := context.Background()
+	s, r, paused, req := pausedOnSQLite(t, rounds)
 	st, err := r.Resume(ctx, runtime.ResumeOptions{RunID: paused.ID, Request: req,
 		Decisions: []runtime.Decision{{CallID: "c3", Approve: true}}})
 	if err != nil || st.Status != state.StatusCompleted {
@@ -65,28 +75,11 @@ func TestResumeKeepsProviderItems(t *testing.T) {
 func TestResumeKeepsJournalBodies(t *testing.T) {
 	const rounds = 3
 	ctx := context.Background()
-	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "runs.sqlite3"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	prog := confirmProgram()
-	r, err := runtime.NewRunner(runtime.Config{Program: prog, Agent: prog.Agents[0], Store: s, Provider: pausingProvider{rounds: rounds},
-		Executors: map[ir.BodyKind]runtime.Executor{ir.BodyPython: echoExec{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	workDir := t.TempDir()
-	paused, err := r.Start(ctx, runtime.NewRun{Task: "t", WorkDir: workDir})
-	if err != nil || paused.Status != state.StatusWaitingApproval {
-		t.Fatalf("start: %v, status %s", err, paused.Status)
-	}
+	s, r, paused, req := pausedOnSQLite(t, rounds)
 	before, err := s.Load(ctx, paused.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := runtime.ResumeRequest{Agent: "A", SourceHash: prog.Hash, Provider: pausingProvider{}.Identity(), WorkDir: workDir}
-
 	_, err = r.Resume(ctx, runtime.ResumeOptions{RunID: paused.ID, Request: req,
 		Decisions: []runtime.Decision{{CallID: "c1", Approve: true}}})
 	if err == nil || !strings.Contains(err.Error(), "call c1 of run "+paused.ID+" is not pending approval (it is completed: executed)") {

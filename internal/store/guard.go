@@ -15,6 +15,25 @@ import (
 // report the write as done.
 var ErrTampered = errors.New("the store file was changed outside nexa")
 
+// headerProblem reads the database file's header through fd and says what
+// is wrong with it for a SQLite database in WAL mode, worded to follow the
+// file's path, or "" when nothing is.
+func headerProblem(fd int) string {
+	var head [100]byte
+	n, err := syscall.Pread(fd, head[:], 0)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("cannot be read: %v", err)
+	case n < len(head):
+		return "was truncated (no SQLite header)"
+	case !bytes.Equal(head[:len(sqliteMagic)], sqliteMagic):
+		return "was overwritten (it no longer starts with a SQLite header)"
+	case head[18] != 2 || head[19] != 2:
+		return "was overwritten (its header no longer says WAL mode)"
+	}
+	return ""
+}
+
 // sqliteMagic starts every SQLite database file.
 var sqliteMagic = []byte("SQLite format 3\x00")
 
@@ -37,11 +56,7 @@ type fileID struct {
 func (s *SQLite) guard(ctx context.Context, deep bool) error {
 	// A stat of the path and a pread of the descriptor Open kept: a save
 	// runs this every time, and two system calls are all it needs.
-	var (
-		st   syscall.Stat_t
-		head [100]byte
-		n    int
-	)
+	var st syscall.Stat_t
 	err := syscall.Stat(s.path, &st)
 	switch {
 	case errors.Is(err, syscall.ENOENT):
@@ -51,16 +66,8 @@ func (s *SQLite) guard(ctx context.Context, deep bool) error {
 	case (fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}) != s.id:
 		return fmt.Errorf("%w: %s was replaced by another file", ErrTampered, s.path)
 	}
-	n, err = syscall.Pread(s.headFD, head[:], 0)
-	switch {
-	case err != nil:
-		return fmt.Errorf("%w: %s cannot be read: %v", ErrTampered, s.path, err)
-	case n < len(head):
-		return fmt.Errorf("%w: %s was truncated (no SQLite header)", ErrTampered, s.path)
-	case !bytes.Equal(head[:len(sqliteMagic)], sqliteMagic):
-		return fmt.Errorf("%w: %s was overwritten (it no longer starts with a SQLite header)", ErrTampered, s.path)
-	case head[18] != 2 || head[19] != 2:
-		return fmt.Errorf("%w: %s was overwritten (its header no longer says WAL mode)", ErrTampered, s.path)
+	if problem := headerProblem(s.headFD); problem != "" {
+		return fmt.Errorf("%w: %s %s", ErrTampered, s.path, problem)
 	}
 	if !deep {
 		return nil

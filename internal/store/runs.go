@@ -593,6 +593,11 @@ func (s *SQLite) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return dbErr(ctx, err)
 	}
+	return runTx(ctx, tx, fn)
+}
+
+// runTx runs fn in tx and commits, or rolls back when fn fails.
+func runTx(ctx context.Context, tx *sql.Tx, fn func(tx *sql.Tx) error) error {
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
 		return err
@@ -625,14 +630,7 @@ func (s *SQLite) tryLazyTx(ctx context.Context, fn func(tx *sql.Tx) error) (err 
 	if err != nil {
 		return dbErr(ctx, err)
 	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return dbErr(ctx, err)
-	}
-	return nil
+	return runTx(ctx, tx, fn)
 }
 
 // The statements of a save, prepared by Open.
@@ -816,8 +814,7 @@ func (s *SQLite) writeRows(ctx context.Context, tx *sql.Tx, id string, d state.D
 		if err != nil {
 			return fmt.Errorf("encode journal entry %s: %w", e.CallID, err)
 		}
-		_, err = s.exec(ctx, tx, sqlUpsertEntry, id, e.CallID, e.Seq, string(e.Stage), e.Turn, string(b))
-		if err != nil {
+		if _, err := s.exec(ctx, tx, sqlUpsertEntry, id, e.CallID, e.Seq, string(e.Stage), e.Turn, string(b)); err != nil {
 			return fmt.Errorf("write journal entry %s: %w", e.CallID, dbErr(ctx, err))
 		}
 	}

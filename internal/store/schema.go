@@ -117,15 +117,11 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// snapshotIdentity reads the identity in one statement, which SQLite runs
-// in one read transaction, so that a migration committed by another
-// process between the reads cannot make a half-migrated picture (version 0
-// with the new tables). One statement, not three in a transaction: it is
-// most of what Open reads from a store already at the current version.
-func snapshotIdentity(ctx context.Context, db *sql.DB) (identity, error) {
-	return readIdentity(ctx, db)
-}
-
+// readIdentity reads the identity in one statement, which SQLite runs in
+// one read transaction, so that a migration committed by another process
+// between the reads cannot make a half-migrated picture (version 0 with
+// the new tables). One statement, not three in a transaction: it is most
+// of what Open reads from a store already at the current version.
 func readIdentity(ctx context.Context, q querier) (identity, error) {
 	var id identity
 	err := q.QueryRowContext(ctx, `SELECT (SELECT user_version FROM pragma_user_version),
@@ -156,7 +152,7 @@ func (id identity) check(known int) error {
 // transaction, so a crash leaves the old version intact and two processes
 // opening a new store at once migrate it once.
 func migrate(ctx context.Context, db *sql.DB, steps []migration) error {
-	id, err := snapshotIdentity(ctx, db)
+	id, err := readIdentity(ctx, db)
 	if err != nil {
 		return fmt.Errorf("read schema version: %w", dbErr(ctx, err))
 	}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -207,14 +206,14 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 // init checks what the file is, switches it to WAL and migrates it. Nothing is
 // written before the file is known to be empty or a run store.
 func (s *SQLite) init(ctx context.Context) error {
-	id, err := snapshotIdentity(ctx, s.db)
+	id, err := readIdentity(ctx, s.db)
 	if err != nil {
 		return dbErr(ctx, err)
 	}
 	if err := id.check(len(migrations)); err != nil {
 		return err
 	}
-	if id.version == len(migrations) && s.headerSaysWAL() {
+	if id.version == len(migrations) && headerProblem(s.headFD) == "" {
 		// A current store in WAL mode (the mode is persistent, and set
 		// by the Open that created the store): nothing to set or migrate.
 		return nil
@@ -230,14 +229,6 @@ func (s *SQLite) init(ctx context.Context) error {
 		return nil // current: migrate would only read the identity again
 	}
 	return migrate(ctx, s.db, migrations)
-}
-
-// headerSaysWAL reports whether the database file's header names WAL mode
-// (bytes 18 and 19 are 2), read through headFD.
-func (s *SQLite) headerSaysWAL() bool {
-	var head [20]byte
-	n, err := syscall.Pread(s.headFD, head[:], 0)
-	return err == nil && n == len(head) && bytes.Equal(head[:len(sqliteMagic)], sqliteMagic) && head[18] == 2 && head[19] == 2
 }
 
 // cachePages is each connection's page cache, in pages. SQLite's default

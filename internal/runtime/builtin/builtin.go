@@ -156,21 +156,15 @@ func (e *Executor) Execute(ctx context.Context, inv runtime.Invocation) (runtime
 
 // ReachesStore says whether a call of t can write to the run store:
 // shell_exec can (its command runs with the user's rights), and so can
-// any tool this list does not know. The file tools refuse the store's
-// paths (Options.Protected); the network and pure tools touch no file.
+// any tool this executor does not implement. The file tools refuse the
+// store's paths (Options.Protected); the network and pure tools touch no
+// file.
 func (e *Executor) ReachesStore(t *ir.Tool) bool {
 	if t == nil {
 		return true
 	}
-	if _, pure := pureTools[t.Name]; pure {
-		return false
-	}
-	switch t.Name {
-	case "file_read", "file_list", "file_exists", "file_write", "file_append", "file_edit", "file_delete",
-		"shell_which", "http_get", "http_post", "http_put", "http_delete":
-		return false
-	}
-	return true
+	_, known := e.handlers[t.Name]
+	return !known || t.Name == "shell_exec"
 }
 
 // safeCall turns a panic (a bug) into a result instead of crashing the run:
