@@ -260,6 +260,30 @@ func TestWarmConcurrentCalls(t *testing.T) {
 	}
 }
 
+// childrenOf lists the children of every thread of process pid.
+func childrenOf(t *testing.T, pid int) []int {
+	t.Helper()
+	lists, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	if err != nil || len(lists) == 0 {
+		t.Fatalf("children of %d: %v (no /proc/PID/task/*/children)", pid, err)
+	}
+	var out []int
+	for _, l := range lists {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range strings.Fields(string(b)) {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 func TestWarmZygoteKilledBetweenCalls(t *testing.T) {
 	t.Parallel()
 	requirePython(t)
@@ -268,10 +292,18 @@ func TestWarmZygoteKilledBetweenCalls(t *testing.T) {
 	tool := bodyTool("ping", "return 'pong'")
 	mustSucceed(t, invoke(t, ex, tool, nil, dir, "c1", nil))
 	z := onlyZygote(t, ex)
+	// z is the zygote's supervisor; the interpreter that forks the
+	// calls is its child and dies with it, a moment later. Wait for both:
+	// a spare child forked before the kill runs a call only while that
+	// interpreter is alive, so only then is the restart certain.
+	kids := childrenOf(t, z)
 	if err := syscall.Kill(z, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, z)
+	for _, pid := range kids {
+		waitGone(t, pid)
+	}
 	if got := mustSucceed(t, invoke(t, ex, tool, nil, dir, "c2", nil)); got != "pong" {
 		t.Fatalf("after the zygote died: %q", got)
 	}
