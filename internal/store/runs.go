@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -161,26 +162,42 @@ func (s *SQLite) LoadTail(ctx context.Context, id string, n int) (*state.RunStat
 
 // readRun runs load in one read transaction and adds the run's holder, so
 // that every way of reading a run sees one snapshot and reports who drives
-// it.
-func (s *SQLite) readRun(ctx context.Context, id string, load func(*sql.Tx) (*state.RunState, error)) (*state.RunState, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("load run %s: %w", id, dbErr(ctx, err))
-	}
-	defer tx.Rollback()
-	st, err := load(tx)
+// it. The transaction reads the file through a memory map (see mmapBytes).
+func (s *SQLite) readRun(ctx context.Context, id string, load func(*sql.Tx) (*state.RunState, error)) (st *state.RunState, err error) {
+	err = s.onConnWith(ctx, "PRAGMA mmap_size = "+strconv.Itoa(mmapBytes), "PRAGMA mmap_size = 0", func(c *sql.Conn) error {
+		tx, err := c.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return dbErr(ctx, err)
+		}
+		defer tx.Rollback()
+		if st, err = load(tx); err != nil {
+			return err
+		}
+		cur, err := readLease(ctx, tx, id, nil)
+		if err != nil {
+			return err
+		}
+		if s.holds(id, cur) {
+			st.Holder = &cur
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", id, err)
-	}
-	cur, err := readLease(ctx, tx, id, nil)
-	if err != nil {
-		return nil, fmt.Errorf("load run %s: %w", id, err)
-	}
-	if s.holds(id, cur) {
-		st.Holder = &cur
 	}
 	return st, nil
 }
+
+// mmapBytes is how much of the store file a read of a run maps into
+// memory instead of copying it page by page into SQLite's cache: a resume
+// reads most of a long run's pages once, and through the cache each page
+// cost a read and a fresh buffer the kernel had to fault in (a 2,000-step
+// resume spent about 5 ms on it; docs/benchmarks.md, "Resume"). Only those
+// read transactions map the file: a file that shrinks under a mapping
+// (truncated by something other than SQLite) kills the process with
+// SIGBUS where a read would have failed with an error, so the map is
+// dropped again before anything else, a tool above all, runs.
+const mmapBytes = 1 << 30
 
 func loadRun(ctx context.Context, q querier, id string) (*state.RunState, error) {
 	return loadRunRows(ctx, q, id, 0, false)
@@ -257,6 +274,9 @@ const (
 		(SELECT coalesce(max(seq) + 1, 0) FROM journal WHERE run_id = ?1)`
 )
 
+// driveRoom is the spare capacity, in rows, of each slice a drive loads.
+const driveRoom = 16
+
 // loadRunRows reads a run, with only the tail of its rows when tail > 0
 // and with provider items reduced to their seqs when seqsOnly.
 func loadRunRows(ctx context.Context, q querier, id string, tail int, seqsOnly bool) (*state.RunState, error) {
@@ -283,6 +303,12 @@ func loadRunRows(ctx context.Context, q querier, id string, tail int, seqsOnly b
 	}
 	if tail > 0 {
 		nm, ni, nj = min(nm, tail), min(ni, tail), min(nj, tail)
+	}
+	if seqsOnly {
+		// A drive appends to all three at once: room for a few rounds
+		// keeps its first append from copying the whole history into
+		// fresh memory.
+		nm, ni, nj = nm+driveRoom, ni+driveRoom, nj+driveRoom
 	}
 	st.Messages = make([]state.Message, 0, nm)
 	st.ProviderItems = make([]state.ProviderItem, 0, ni)
@@ -608,29 +634,38 @@ func runTx(ctx context.Context, tx *sql.Tx, fn func(tx *sql.Tx) error) error {
 	return nil
 }
 
-// tryLazyTx is tryTx on a connection of its own whose synchronous setting
-// is NORMAL for this one transaction, then FULL again; a connection whose
-// setting cannot be restored is closed rather than returned to the pool.
-func (s *SQLite) tryLazyTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+// tryLazyTx is tryTx with the connection's synchronous setting NORMAL
+// for this one transaction, then FULL again.
+func (s *SQLite) tryLazyTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.onConnWith(ctx, "PRAGMA synchronous = NORMAL", "PRAGMA synchronous = FULL", func(c *sql.Conn) error {
+		tx, err := c.BeginTx(ctx, nil)
+		if err != nil {
+			return dbErr(ctx, err)
+		}
+		return runTx(ctx, tx, fn)
+	})
+}
+
+// onConnWith runs fn on a pooled connection of its own after the
+// statement set, and runs reset after it, so that a setting meant for one
+// transaction never leaks into the pool: a connection whose setting
+// cannot be reset is closed rather than returned.
+func (s *SQLite) onConnWith(ctx context.Context, set, reset string, fn func(*sql.Conn) error) (err error) {
 	c, err := s.db.Conn(ctx)
 	if err != nil {
 		return dbErr(ctx, err)
 	}
 	defer c.Close()
-	if _, err := c.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
+	if _, err := c.ExecContext(ctx, set); err != nil {
 		return dbErr(ctx, err)
 	}
 	defer func() {
-		if _, rerr := c.ExecContext(context.Background(), "PRAGMA synchronous = FULL"); rerr != nil {
+		if _, rerr := c.ExecContext(context.Background(), reset); rerr != nil {
 			_ = c.Raw(func(any) error { return driver.ErrBadConn })
 			err = errors.Join(err, dbErr(ctx, rerr))
 		}
 	}()
-	tx, err := c.BeginTx(ctx, nil)
-	if err != nil {
-		return dbErr(ctx, err)
-	}
-	return runTx(ctx, tx, fn)
+	return fn(c)
 }
 
 // The statements of a save, prepared by Open.
