@@ -1320,3 +1320,41 @@ func TestSaveJournalEntryKeepsOrMovesSeq(t *testing.T) {
 		t.Fatalf("results after the saves: %q, %q", got.Journal[0].Result, got.Journal[2].Result)
 	}
 }
+
+// Only a read of a run maps the store file: afterwards no pooled
+// connection keeps the map, so a save after a tool ran (a tool may
+// truncate the file) reads through SQLite's own reads, which fail with
+// an error where a mapped page would kill the process.
+func TestOnlyRunReadsMapTheFile(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	if err := s.Create(ctx, newRun("mapped", 6, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LoadForDrive(ctx, "mapped"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load(ctx, "mapped"); err != nil {
+		t.Fatal(err)
+	}
+	conns := make([]*sql.Conn, 0, maxConns)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range maxConns { // every connection the pool may hold, so the one the reads used too
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		var size int64
+		if err := c.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&size); err != nil {
+			t.Fatal(err)
+		}
+		if size != 0 {
+			t.Errorf("a pooled connection maps %d bytes of the store after the reads, want 0", size)
+		}
+	}
+}
