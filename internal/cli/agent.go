@@ -172,6 +172,17 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	} else if fi.IsDir() {
 		return agentFailure(e, f, ExitUsage, runtime.CodeUsage, fmt.Sprintf("%s is a directory, not a .nx file", file))
 	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return agentFailure(e, f, ExitFailed, runtime.CodeInternal, fmt.Sprintf("working directory: %v", err))
+	}
+	// A resume opens its existing store while the program compiles: the
+	// two are independent, and a resume never creates a store.
+	var opening *openingStore
+	if f.resume != "" && runtime.ValidRunID(f.resume) {
+		opening = openStoreAhead(e, f.store, wd)
+		defer opening.discard()
+	}
 	prog, firstErr := compileForRun(e, file)
 	if prog == nil {
 		return agentFailure(e, f, ExitUsage, runtime.CodeCompile, fmt.Sprintf("%s does not compile: %s (run nexa validate %s for every diagnostic)", file, firstErr, file))
@@ -191,10 +202,6 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		return agentUsageError(e, f, msg)
 	}
 
-	wd, err := os.Getwd()
-	if err != nil {
-		return agentFailure(e, f, ExitFailed, runtime.CodeInternal, fmt.Sprintf("working directory: %v", err))
-	}
 	sec, err := loadSecrets(e, prog)
 	if err != nil {
 		return agentUsageError(e, f, err.Error())
@@ -219,7 +226,12 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		return finishAgent(e, c, f, nil, nil, file, &runtime.Error{Code: runtime.CodeRunNotFound, Refusal: true,
 			Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", f.resume)}, sec)
 	}
-	st, err := openStore(e, f.store, wd, f.resume == "")
+	var st storeHandle
+	if opening != nil {
+		st, err = opening.take()
+	} else {
+		st, err = openStore(e, f.store, wd, f.resume == "")
+	}
 	if err != nil {
 		var se *storeOpenError
 		if errors.As(err, &se) {

@@ -106,6 +106,44 @@ func openStore(e *env, flag, wd string, create bool) (storeHandle, error) {
 	return s, nil
 }
 
+// openingStore is a store being opened by openStore in the background.
+type openingStore struct {
+	done  chan struct{}
+	st    storeHandle
+	err   error
+	taken bool
+}
+
+// openStoreAhead starts opening an existing store (never creating one), so
+// a command can do independent work, such as compiling, meanwhile.
+func openStoreAhead(e *env, flag, wd string) *openingStore {
+	o := &openingStore{done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		o.st, o.err = openStore(e, flag, wd, false)
+	}()
+	return o
+}
+
+// take waits for the store and hands it, or the error opening it, to the
+// caller, who closes it from then on.
+func (o *openingStore) take() (storeHandle, error) {
+	<-o.done
+	o.taken = true
+	return o.st, o.err
+}
+
+// discard closes the store if the command returned before taking it.
+func (o *openingStore) discard() {
+	if o.taken {
+		return
+	}
+	<-o.done
+	if o.st != nil {
+		o.st.Close()
+	}
+}
+
 // storeName is --store, else NEXA_STORE, as given.
 func storeName(e *env, flag string) string {
 	if flag != "" {
