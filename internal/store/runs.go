@@ -304,15 +304,16 @@ func loadRunRows(ctx context.Context, q querier, id string, tail int, seqsOnly b
 	if tail > 0 {
 		nm, ni, nj = min(nm, tail), min(ni, tail), min(nj, tail)
 	}
+	room := 0
 	if seqsOnly {
 		// A drive appends to all three at once: room for a few rounds
 		// keeps its first append from copying the whole history into
 		// fresh memory.
-		nm, ni, nj = nm+driveRoom, ni+driveRoom, nj+driveRoom
+		room = driveRoom
 	}
-	st.Messages = make([]state.Message, 0, nm)
-	st.ProviderItems = make([]state.ProviderItem, 0, ni)
-	st.Journal = make([]state.JournalEntry, 0, nj)
+	st.Messages = make([]state.Message, 0, nm+room)
+	st.ProviderItems = make([]state.ProviderItem, 0, ni+room)
+	st.Journal = make([]state.JournalEntry, 0, nj+room)
 	err = eachRow(ctx, q, mq, args,
 		func(seq int, _ string, body []byte) error {
 			m, err := runrow.Message(seq, body)
