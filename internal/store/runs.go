@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -160,16 +159,11 @@ func (s *SQLite) LoadTail(ctx context.Context, id string, n int) (*state.RunStat
 	return st, om, err
 }
 
-// readRun runs load in one read transaction and adds the run's holder, so
-// that every way of reading a run sees one snapshot and reports who drives
-// it. The transaction reads the file through a memory map (see mmapBytes).
+// readRun runs load in one read transaction (readMapped) and adds the
+// run's holder, so that every way of reading a run sees one snapshot and
+// reports who drives it.
 func (s *SQLite) readRun(ctx context.Context, id string, load func(*sql.Tx) (*state.RunState, error)) (st *state.RunState, err error) {
-	err = s.onConnWith(ctx, "PRAGMA mmap_size = "+strconv.Itoa(mmapBytes), "PRAGMA mmap_size = 0", func(c *sql.Conn) error {
-		tx, err := c.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-		if err != nil {
-			return dbErr(ctx, err)
-		}
-		defer tx.Rollback()
+	err = s.readMapped(ctx, func(tx *sql.Tx) error {
 		if st, err = load(tx); err != nil {
 			return err
 		}
@@ -187,17 +181,6 @@ func (s *SQLite) readRun(ctx context.Context, id string, load func(*sql.Tx) (*st
 	}
 	return st, nil
 }
-
-// mmapBytes is how much of the store file a read of a run maps into
-// memory instead of copying it page by page into SQLite's cache: a resume
-// reads most of a long run's pages once, and through the cache each page
-// cost a read and a fresh buffer the kernel had to fault in (a 2,000-step
-// resume spent about 5 ms on it; docs/benchmarks.md, "Resume"). Only those
-// read transactions map the file: a file that shrinks under a mapping
-// (truncated by something other than SQLite) kills the process with
-// SIGBUS where a read would have failed with an error, so the map is
-// dropped again before anything else, a tool above all, runs.
-const mmapBytes = 1 << 30
 
 func loadRun(ctx context.Context, q querier, id string) (*state.RunState, error) {
 	return loadRunRows(ctx, q, id, 0, false)
