@@ -618,38 +618,29 @@ func runTx(ctx context.Context, tx *sql.Tx, fn func(tx *sql.Tx) error) error {
 	return nil
 }
 
-// tryLazyTx is tryTx with the connection's synchronous setting NORMAL
-// for this one transaction, then FULL again.
-func (s *SQLite) tryLazyTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.onConnWith(ctx, "PRAGMA synchronous = NORMAL", "PRAGMA synchronous = FULL", func(c *sql.Conn) error {
-		tx, err := c.BeginTx(ctx, nil)
-		if err != nil {
-			return dbErr(ctx, err)
-		}
-		return runTx(ctx, tx, fn)
-	})
-}
-
-// onConnWith runs fn on a pooled connection of its own after the
-// statement set, and runs reset after it, so that a setting meant for one
-// transaction never leaks into the pool: a connection whose setting
-// cannot be reset is closed rather than returned.
-func (s *SQLite) onConnWith(ctx context.Context, set, reset string, fn func(*sql.Conn) error) (err error) {
+// tryLazyTx is tryTx on a connection of its own whose synchronous setting
+// is NORMAL for this one transaction, then FULL again; a connection whose
+// setting cannot be restored is closed rather than returned to the pool.
+func (s *SQLite) tryLazyTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
 	c, err := s.db.Conn(ctx)
 	if err != nil {
 		return dbErr(ctx, err)
 	}
 	defer c.Close()
-	if _, err := c.ExecContext(ctx, set); err != nil {
+	if _, err := c.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
 		return dbErr(ctx, err)
 	}
 	defer func() {
-		if _, rerr := c.ExecContext(context.Background(), reset); rerr != nil {
+		if _, rerr := c.ExecContext(context.Background(), "PRAGMA synchronous = FULL"); rerr != nil {
 			_ = c.Raw(func(any) error { return driver.ErrBadConn })
 			err = errors.Join(err, dbErr(ctx, rerr))
 		}
 	}()
-	return fn(c)
+	tx, err := c.BeginTx(ctx, nil)
+	if err != nil {
+		return dbErr(ctx, err)
+	}
+	return runTx(ctx, tx, fn)
 }
 
 // The statements of a save, prepared by Open.
