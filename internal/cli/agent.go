@@ -266,7 +266,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	// Connecting to MCP servers is bounded by the connect timeout and by
 	// the run's deadline: the one it will get, or the one it has.
 	deadline := runtime.DeadlineFor(time.Now(), timeout, agent)
-	if f.resume != "" {
+	if f.resume != "" && len(mcpSpecs(prog, agent)) > 0 { // no servers, no connecting to bound
 		if run, err := runtime.Header(context.Background(), st, f.resume); err == nil {
 			deadline = run.Config.Deadline
 		}
