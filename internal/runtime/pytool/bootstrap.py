@@ -84,7 +84,7 @@ def _nexa_zygote():
     import json
     import select
     import _signal as signal  # signal's enum wrappers cost a child ~70 page faults
-    import socket
+    import _socket as socket  # socket's Python wrappers cost the zygote page faults at every fork
     import binascii
     import ast
     import importlib
@@ -129,13 +129,18 @@ def _nexa_zygote():
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     signal.set_wakeup_fd(wake_w)
 
-    def send(obj, fds=()):
-        data = json.dumps(obj).encode("ascii")
+    def send(data, fds=()):
+        # data: the message's JSON, already encoded (json.dumps would run
+        # the encoder's Python code, whose pages each fork makes the
+        # zygote copy again).
         if fds:
             blob = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in fds)
             ctl.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, blob)])
         else:
             ctl.send(data)
+
+    # The helpers every call uses, made once for all children.
+    defs = _nexa_defs()
 
     # What exists now is the interpreter's; what a call adds is torn down
     # at its exit (_nexa_leave_fork).
@@ -273,7 +278,7 @@ def _nexa_zygote():
         try:
             mine, nexas = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         except OSError as exc:
-            send({"spare": 0, "error": "socketpair: %s" % (exc,)})
+            send(json.dumps({"spare": 0, "error": "socketpair: %s" % (exc,)}).encode("ascii"))
             return None
         nexas_fd = nexas.fileno()
         try:
@@ -281,7 +286,7 @@ def _nexa_zygote():
         except OSError as exc:
             mine.close()
             nexas.close()
-            send({"spare": 0, "error": "fork: %s" % (exc,)})
+            send(json.dumps({"spare": 0, "error": "fork: %s" % (exc,)}).encode("ascii"))
             return None
         if pid == 0:
             try:
@@ -302,7 +307,7 @@ def _nexa_zygote():
                     for name in [name for name in sys.modules if name not in modules]:
                         del sys.modules[name]
                 warm = {"a2b": binascii.a2b_base64, "modules": modules, "main": main,
-                        "claim": lambda: claim(mine), "gc": gc, "atexit": atexit}
+                        "claim": lambda: claim(mine), "gc": gc, "atexit": atexit, "defs": defs}
             except BaseException:
                 os._exit(70)
             return warm
@@ -315,7 +320,7 @@ def _nexa_zygote():
             pass
         live[pid] = False
         try:
-            send({"spare": pid}, [nexas.fileno()])
+            send(b'{"spare": %d}' % pid, [nexas.fileno()])
         finally:
             nexas.close()
         return None
@@ -335,9 +340,9 @@ def _nexa_zygote():
                     continue
                 live[pid] = True
                 if info.si_code == os.CLD_EXITED:
-                    send({"exited": pid, "code": info.si_status})
+                    send(b'{"exited": %d, "code": %d}' % (pid, info.si_status))
                 else:
-                    send({"exited": pid, "signal": info.si_status})
+                    send(b'{"exited": %d, "signal": %d}' % (pid, info.si_status))
             if pid in released:
                 try:
                     os.waitpid(pid, 0)
@@ -346,8 +351,10 @@ def _nexa_zygote():
                 del live[pid]
                 released.discard(pid)
 
+    FORK = b'{"op":"fork"}'
+
     def serve():
-        send({"ready": True, "pid": os.getpid()})
+        send(b'{"ready": true, "pid": %d}' % os.getpid())
         while True:
             try:
                 ready = select.select([cfd, wake_r], [], [])[0]
@@ -375,11 +382,14 @@ def _nexa_zygote():
                                 os.close(fd)
                             except OSError:
                                 pass
-                try:
-                    msg = json.loads(data.decode("ascii"))
-                    op = msg.get("op")
-                except (ValueError, AttributeError):
-                    msg, op = {}, None
+                if data == FORK:
+                    msg, op = None, "fork"  # the common message, without the decoder
+                else:
+                    try:
+                        msg = json.loads(data.decode("ascii"))
+                        op = msg.get("op")
+                    except (ValueError, AttributeError):
+                        msg, op = {}, None
                 if op == "fork":
                     child = fork_spare()
                     if child is not None:
@@ -406,7 +416,13 @@ def _nexa_zygote():
     os._exit(0)
 
 
-def _nexa_main(warm):
+def _nexa_defs():
+    # The bootstrap's own helpers, modules and classes. A per-call
+    # interpreter makes them at its start; a zygote makes them once, before
+    # it forks, so that a child does not build them again (new objects on
+    # new pages were a good part of a child's preparation). A child gets
+    # its own copy, as of every object of the zygote: what a call does to
+    # them stays in its process.
     import os
     import json
     import keyword
@@ -418,7 +434,7 @@ def _nexa_main(warm):
     import importlib
     import importlib.util
 
-    out = -1  # the result channel
+    out = [-1]  # the result channel, once known
 
     def close_inherited(keep):
         # A sandboxed tool must not hold descriptors nexa itself inherited
@@ -438,7 +454,7 @@ def _nexa_main(warm):
         data = (json.dumps(record) + "\n").encode("ascii")
         view = memoryview(data)
         while view:
-            written = os.write(out, view)
+            written = os.write(out[0], view)
             view = view[written:]
 
     def finish(record):
@@ -446,7 +462,7 @@ def _nexa_main(warm):
             emit(record)
         finally:
             try:
-                os.close(out)
+                os.close(out[0])
             except OSError:
                 pass
 
@@ -511,11 +527,21 @@ def _nexa_main(warm):
         except (TypeError, ValueError):
             return str(value)
 
+    return (os, json, keyword, types, time, ast, linecache, importlib, out, close_inherited, emit, finish,
+            ToolOutcomeUnknown, NexaSecrets, is_unknown, describe, render)
+
+
+def _nexa_main(warm):
+    (os, json, keyword, types, time, ast, linecache, importlib, out_box, close_inherited, emit, finish,
+     ToolOutcomeUnknown, NexaSecrets, is_unknown, describe, render) = _nexa_defs() if warm is None else warm["defs"]
+    out = -1  # the result channel
+
     if warm is not None:
         # A forked child: everything above ran before it was given a call.
         # Wait for one now; its request, and its result channel (already on
         # a high close-on-exec descriptor), come on the child's own socket.
         raw, out = warm.pop("claim")()
+        out_box[0] = out
     else:
         # Move the result channel away from fd 3 so that user code that
         # opens files or spawns processes cannot write to it by accident.
@@ -527,6 +553,7 @@ def _nexa_main(warm):
             out = os.dup(3)
         os.set_inheritable(out, False)
         os.close(3)
+        out_box[0] = out
 
     if sys.version_info < (3, 8):
         finish({"fatal": "Python 3.8 or newer is required, found %s" % (sys.version.split()[0],)})
