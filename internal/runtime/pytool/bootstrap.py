@@ -146,6 +146,12 @@ def _nexa_zygote():
     # at its exit (_nexa_leave_fork).
     modules = set(sys.modules)
     main = set(vars(sys.modules["__main__"]))
+    # Import caches the server made must not hide files created since it
+    # started. This only marks them stale, and nothing imports in the
+    # server after this point, nor in a child before its call: every child
+    # inherits them stale and reads them again at its call's first import.
+    # (Done here once, not in every child: it touched ~40 pages of each.)
+    importlib.invalidate_caches()
     # Everything the server holds now is old to a child: frozen, the
     # collector of a child never walks (and so never copies) it, and a
     # child's exit collects only what its call made.
@@ -233,11 +239,6 @@ def _nexa_zygote():
         # then the rest, then end of file. End of file before anything
         # means the spare is not wanted: leave, having run nothing.
         rehearse(sock)
-        # Import caches the server made must not hide files created since
-        # it started. This only marks them stale; they are read again at
-        # the first import after this, which (nothing here imports) is
-        # the call's.
-        importlib.invalidate_caches()
         data, anc, flags, _ = sock.recvmsg(1 << 16, socket.CMSG_SPACE(2 * 4))
         if not data:
             os._exit(0)
@@ -352,6 +353,7 @@ def _nexa_zygote():
                 released.discard(pid)
 
     FORK = b'{"op":"fork"}'
+    RELEASE = b'{"op":"release","pid":'
 
     def serve():
         send(b'{"ready": true, "pid": %d}' % os.getpid())
@@ -382,8 +384,13 @@ def _nexa_zygote():
                                 os.close(fd)
                             except OSError:
                                 pass
+                # The two messages nexa sends, read without the decoder (its
+                # Python code is more pages for the server to copy again
+                # after every fork); anything else goes through it.
                 if data == FORK:
-                    msg, op = None, "fork"  # the common message, without the decoder
+                    msg, op = None, "fork"
+                elif data.startswith(RELEASE) and data.endswith(b"}") and data[len(RELEASE):-1].isdigit():
+                    msg, op = {"pid": int(data[len(RELEASE):-1])}, "release"
                 else:
                     try:
                         msg = json.loads(data.decode("ascii"))
