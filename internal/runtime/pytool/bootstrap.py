@@ -146,17 +146,6 @@ def _nexa_zygote():
     # at its exit (_nexa_leave_fork).
     modules = set(sys.modules)
     main = set(vars(sys.modules["__main__"]))
-    # Import caches the server made must not hide files created since it
-    # started. This only marks them stale, and nothing imports in the
-    # server after this point, nor in a child before its call: every child
-    # inherits them stale and reads them again at its call's first import.
-    # (Done here once, not in every child: it touched ~40 pages of each.)
-    importlib.invalidate_caches()
-    # Everything the server holds now is old to a child: frozen, the
-    # collector of a child never walks (and so never copies) it, and a
-    # child's exit collects only what its call made.
-    gc.collect()
-    gc.freeze()
 
     server = os.getpid()
     live = {}  # pid -> exit reported; pids stay unreaped until released
@@ -164,15 +153,18 @@ def _nexa_zygote():
 
     def rehearse(sock):
         # Before its call is known, a spare child goes through what the
-        # set-up and the end of every call do (receive a request with its
-        # descriptors, decode it, set the call variables, compile and define
-        # a function, encode a record, flush, collect garbage) on made-up
-        # data, so that the pages this touches are its own when the call
-        # comes: after a fork, the first write to a page copies it and the
-        # first run of a piece of the interpreter's machine code maps its
-        # page again, and those page faults were most of what a call's
-        # set-up cost. Nothing of it is kept, and no user code runs. It
-        # stops as soon as a call is waiting: then it would only delay it.
+        # set-up and the end of every call do (decode a request, set the
+        # call variables, compile and define a function, encode a record,
+        # flush, receive a request with its descriptors, collect garbage)
+        # on made-up data, so that the pages this touches are its own when
+        # the call comes: after a fork, the first write to a page copies it
+        # and the first run of a piece of the interpreter's machine code
+        # maps its page again, and those page faults were most of what a
+        # call's set-up cost. Nothing of it is kept, and no user code runs.
+        # It stops as soon as a call is waiting: then it would only delay
+        # it. What every call needs comes first, so that a call that comes
+        # early (calls made back to back) finds that part done; the socket
+        # part last, since it saves a call the least for what it costs.
         def waiting():
             try:
                 return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) is not None
@@ -186,25 +178,7 @@ def _nexa_zygote():
         sample = {"kind": "body", "source": "return [x]\n", "function": "nexa", "params": ["x"],
                   "arguments": {"x": "y"}, "secrets": {}, "environ": "", "cwd": "/"}
         raw = json.dumps(sample).encode("ascii")
-        one, two = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            spare = os.dup(0)
-            one.sendmsg([raw], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, spare.to_bytes(4, sys.byteorder, signed=True))])
-            os.close(spare)
-            one.shutdown(socket.SHUT_WR)
-            data, anc, flags, _ = two.recvmsg(1 << 16, socket.CMSG_SPACE(2 * 4))
-            for level, kind, blob in anc:
-                for fd in memoryview(blob)[:len(blob) - len(blob) % 4].cast("i"):
-                    os.dup2(fd, fd)
-                    os.close(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 200))
-                    os.close(fd)
-            chunks = [data, two.recv(1 << 18)]
-        finally:
-            one.close()
-            two.close()
-        if waiting():
-            return
-        request = json.loads(b"".join(chunks).decode("utf-8"))
+        request = json.loads(raw.decode("utf-8"))
         for entry in binascii.a2b_base64(request["environ"].encode("ascii")).split(b"\0"):
             entry.partition(b"=")
         for key in (b"NEXA_IDEMPOTENCY_KEY", b"NEXA_RUN_ID", b"NEXA_CALL_ID"):
@@ -227,10 +201,28 @@ def _nexa_zygote():
         (json.dumps({"ok": True, "output": json.dumps(fn(**request["arguments"]))}) + "\n").encode("ascii")
         module.__dict__.clear()
         del module, fn
-        if waiting():
-            return
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
+        if waiting():
+            return
+        one, two = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            spare = os.dup(0)
+            one.sendmsg([raw], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, spare.to_bytes(4, sys.byteorder, signed=True))])
+            os.close(spare)
+            one.shutdown(socket.SHUT_WR)
+            data, anc, flags, _ = two.recvmsg(1 << 16, socket.CMSG_SPACE(2 * 4))
+            for level, kind, blob in anc:
+                for fd in memoryview(blob)[:len(blob) - len(blob) % 4].cast("i"):
+                    os.dup2(fd, fd)
+                    os.close(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 200))
+                    os.close(fd)
+            b"".join([data, two.recv(1 << 18)])
+        finally:
+            one.close()
+            two.close()
+        if waiting():
+            return
         gc.collect()
 
     def claim(sock):
@@ -353,6 +345,7 @@ def _nexa_zygote():
                 released.discard(pid)
 
     FORK = b'{"op":"fork"}'
+    WARMUPS = 12
     RELEASE = b'{"op":"release","pid":'
 
     def serve():
@@ -407,6 +400,32 @@ def _nexa_zygote():
                         released.add(pid)
             reap()
 
+    # The rehearsal, run here a few times on a socket nothing comes on:
+    # the interpreter rewrites the bytecode of a function it has run a few
+    # times (Python 3.11's specializing interpreter), and a child that
+    # runs it first would copy those pages too. No user code, and nothing
+    # of it is kept (it leaves no module, variable or descriptor).
+    one, two = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        for _ in range(WARMUPS):
+            rehearse(two)
+    except Exception:
+        pass
+    finally:
+        one.close()
+        two.close()
+    # Import caches the server made must not hide files created since it
+    # started. This only marks them stale, and nothing imports in the
+    # server after this point, nor in a child before its call: every child
+    # inherits them stale and reads them again at its call's first import.
+    # (Done here once, after the rehearsal above, not in every child: it touched
+    # ~40 pages of each.)
+    importlib.invalidate_caches()
+    # Everything the server holds now is old to a child: frozen, the
+    # collector of a child never walks (and so never copies) it, and a
+    # child's exit collects only what its call made.
+    gc.collect()
+    gc.freeze()
     try:
         child = serve()
     except BaseException:
