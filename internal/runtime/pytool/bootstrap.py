@@ -200,10 +200,10 @@ def _nexa_zygote():
         fn.__code__ = fn.__code__.replace(co_name="nexa")
         # The call's end goes through the bootstrap's own helpers (made
         # once, in the zygote), and it registers its module and source.
-        box, finish, unknown, secrets, is_unknown, render = (defs[8], defs[11], defs[12], defs[13],
-                                                             defs[14], defs[16])
+        (_, _, _, _, _, _, linecache, _, box, _, _, finish,
+         unknown, secrets, is_unknown, _, render) = defs  # as _nexa_main names them
         sys.modules["__nexa_rehearsal__"] = module
-        defs[6].cache["<nexa>"] = (len(source), None, [source], "<nexa>")
+        linecache.cache["<nexa>"] = (len(source), None, [source], "<nexa>")
         is_unknown(unknown())
         secrets({}).get("NEXA_CALL_ID")
         box[0] = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
@@ -212,7 +212,7 @@ def _nexa_zygote():
         finally:
             box[0] = -1
             del sys.modules["__nexa_rehearsal__"]
-            del defs[6].cache["<nexa>"]
+            del linecache.cache["<nexa>"]
         module.__dict__.clear()
         del module, fn
         for stream in (sys.stdout, sys.stderr):
