@@ -437,6 +437,13 @@ def _nexa_zygote():
     # (Done here once, after the rehearsal above, not in every child: it touched
     # ~40 pages of each.)
     importlib.invalidate_caches()
+    # From Python 3.10 on, the first call imports importlib.metadata, and
+    # that import reads again the caches of the directories it searched:
+    # a second call only marks them. What the first imported leaves
+    # sys.modules, as the server's own modules did.
+    importlib.invalidate_caches()
+    for name in [name for name in sys.modules if name not in modules]:
+        del sys.modules[name]
     # Everything the server holds now is old to a child: frozen, the
     # collector of a child never walks (and so never copies) it, and a
     # child's exit collects only what its call made.
