@@ -120,9 +120,10 @@
 // SOCK_SEQPACKET socket pair (fd 3) it only forks children on request and
 // reports their pids and exits.
 //
-// Children are forked ahead of their calls: one as soon as the zygote is
-// ready, and the next one as soon as a call takes the one waiting (a call
-// that finds none waits for the one it asked for). A child is a clean fork
+// Children are forked ahead of their calls: two as soon as the zygote is
+// ready, and a replacement for the one a call took when that call ends
+// (forked during the call, its preparation would compete with the call for
+// the cores); a call that finds none waits for the one it asks for. A child is a clean fork
 // of the zygote, which is the same at every fork since it never runs user
 // code, so forking it early changes nothing a call can see. With the pid
 // comes nexa's end of a stream socket of the child's own (SCM_RIGHTS); the
