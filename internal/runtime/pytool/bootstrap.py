@@ -437,7 +437,8 @@ def _nexa_zygote():
     # (Done here once, after the rehearsal above, not in every child: it touched
     # ~40 pages of each.)
     importlib.invalidate_caches()
-    # From Python 3.10 on, the first call imports importlib.metadata, and
+    # In Python 3.10 and from 3.12 on, the first call imports
+    # importlib.metadata, and
     # that import reads again the caches of the directories it searched:
     # a second call only marks them. What the first imported leaves
     # sys.modules, as the server's own modules did.
