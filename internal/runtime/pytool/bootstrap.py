@@ -434,14 +434,13 @@ def _nexa_zygote():
     # started. This only marks them stale, and nothing imports in the
     # server after this point, nor in a child before its call: every child
     # inherits them stale and reads them again at its call's first import.
-    # (Done here once, after the rehearsal above, not in every child: it touched
-    # ~40 pages of each.)
+    # (Done here once, after the rehearsal above, not in every child: it
+    # touched 30-50 pages of each.)
     importlib.invalidate_caches()
     # In Python 3.10 and from 3.12 on, the first call imports
-    # importlib.metadata, and
-    # that import reads again the caches of the directories it searched:
-    # a second call only marks them. What the first imported leaves
-    # sys.modules, as the server's own modules did.
+    # importlib.metadata, and that import reads again the caches of the
+    # directories it searched: a second call only marks them. What the
+    # first imported leaves sys.modules, as the server's own modules did.
     importlib.invalidate_caches()
     for name in [name for name in sys.modules if name not in modules]:
         del sys.modules[name]
