@@ -120,9 +120,10 @@
 // SOCK_SEQPACKET socket pair (fd 3) it only forks children on request and
 // reports their pids and exits.
 //
-// Children are forked ahead of their calls: one as soon as the zygote is
-// ready, and the next one as soon as a call takes the one waiting (a call
-// that finds none waits for the one it asked for). A child is a clean fork
+// Children are forked ahead of their calls: two as soon as the zygote is
+// ready, and a replacement for the one a call took when that call ends
+// (forked during the call, its preparation would compete with the call for
+// the cores); a call that finds none waits for the one it asks for. A child is a clean fork
 // of the zygote, which is the same at every fork since it never runs user
 // code, so forking it early changes nothing a call can see. With the pid
 // comes nexa's end of a stream socket of the child's own (SCM_RIGHTS); the
@@ -131,15 +132,20 @@
 // does; the zygote does it as well, so the group exists before nexa learns
 // the pid), closes the zygote's descriptors (its control socket, its
 // wake-up pipe, nexa's end of the child's socket; the zygote closed what
-// it inherited, and its stdin is /dev/null), runs the bootstrap's
-// per-process set-up, marks the import caches the zygote built as stale
-// (they are read again at the first import after that, which is the
-// call's), and rehearses a call's set-up and end on made-up data, step by
-// step, stopping as soon as a call is waiting (it would only delay it): after a fork, the first write to a page
-// copies it and the first run of a piece of the interpreter's machine code
-// maps it again, and those page faults were most of what a call cost. The
-// rehearsal runs none of the tool's code and keeps nothing (the call
-// variables it sets are removed again). Then it waits on its socket.
+// it inherited, and its stdin is /dev/null), and rehearses a call's
+// set-up and end on made-up data, step by step, what every call needs
+// first, stopping as soon as a call is waiting (it would only delay it):
+// after a fork, the first write to a page copies it and the first run of a
+// piece of the interpreter's machine code maps it again, and those page
+// faults were most of what a call cost. The rehearsal runs none of the
+// tool's code and keeps nothing (the call variables it sets are removed
+// again). Then it waits on its socket. What needs doing only once is done
+// in the zygote before it forks: the bootstrap's per-process set-up (its
+// helpers and classes: each child gets its own copy, as of every object
+// of the zygote), a few rehearsals of its own (a function's first runs
+// write to memory later runs leave alone), and marking the import caches
+// stale (the zygote imports nothing after that, nor does a child before
+// its call, so they are read again at the call's first import).
 //
 // A call sends the child, over that socket, its output pipe and result
 // channel (SCM_RIGHTS) with the first bytes of the request, then the rest,

@@ -946,6 +946,55 @@ func BenchmarkInterpreterStartup(b *testing.B) {
 	}
 }
 
+// forkFloorProgram imports what the zygote imports, freezes its objects as
+// the zygote does, then forks children back to back, each writing one byte
+// to each of the first argv[2] pages of a buffer it inherited and leaving
+// with os._exit, reaped before the next fork; it prints the mean time of
+// one fork to reaped in nanoseconds.
+const forkFloorProgram = `
+import sys, os, gc, time, json, select, socket, binascii, ast, importlib, types, fcntl, atexit, keyword, linecache, traceback, importlib.util
+n, pages = int(sys.argv[1]), int(sys.argv[2])
+buf = bytearray(max(pages, 1) * 4096)
+gc.collect()
+gc.freeze()
+start = time.monotonic_ns()
+for _ in range(n):
+    pid = os.fork()
+    if pid == 0:
+        for i in range(pages):
+            buf[i * 4096] = 1
+        os._exit(0)
+    os.waitpid(pid, 0)
+print((time.monotonic_ns() - start) // n)
+`
+
+// BenchmarkForkFloor is the floor BenchmarkPythonCallWarm stands on, outside
+// nexa: a fork of a zygote-like interpreter that exits at once, and one
+// whose child first writes to as many inherited pages as a warm call's
+// child does (~350, each a copy of the page), back to back. ns/op is the
+// time of one of them.
+func BenchmarkForkFloor(b *testing.B) {
+	requirePython(b)
+	python := os.Getenv("NEXA_PYTHON")
+	if python == "" {
+		python = DefaultPython
+	}
+	for _, pages := range []int{0, 350} {
+		b.Run(fmt.Sprintf("pages=%d", pages), func(b *testing.B) {
+			out, err := exec.Command(python, "-c", forkFloorProgram, strconv.Itoa(b.N), strconv.Itoa(pages)).Output()
+			if err != nil {
+				b.Fatal(err)
+			}
+			ns, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+			if err != nil {
+				b.Fatalf("output %q: %v", out, err)
+			}
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(ns/1e6, "ms/fork")
+		})
+	}
+}
+
 // A result channel still held open after the process group died means user
 // code ran (only it can hand the channel to a process outside the group),
 // and the reader may have lost the start record when the channel was

@@ -47,8 +47,11 @@ const (
 	// takes longer is misbehaving and is replaced.
 	defaultZygoteSpawn = 10 * time.Second
 	// spareTarget is how many forked children a zygote keeps waiting for
-	// a call, besides those that calls are already waiting for.
-	spareTarget = 1
+	// a call, besides those that calls are already waiting for. A call's
+	// replacement is asked for only when the call ends (refill), so that
+	// its preparation does not compete with the call; with two, a call
+	// made right after another still finds one ready.
+	spareTarget = 2
 	// zygoteStopWait is how long a stopped zygote may take to exit on
 	// its own (it kills its children first) before it is killed.
 	zygoteStopWait = 3 * time.Second
@@ -453,7 +456,7 @@ func startZygote(python, program, dir string, env []string, bound time.Duration)
 	go z.readLoop()
 	// The first call finds a child already forked.
 	z.mu.Lock()
-	n = z.refillLocked()
+	n = z.refillLocked(true)
 	z.mu.Unlock()
 	z.requestForks(n)
 	return z, nil
@@ -653,14 +656,28 @@ func (z *zygote) gotSpare(pid int, forkErr string, fds []int) {
 }
 
 // refillLocked counts the fork requests to send so that every waiting call
-// and spareTarget more will have a child, and records them as requested.
-func (z *zygote) refillLocked() int {
-	n := len(z.waiters) + spareTarget - z.requested - len(z.idle)
+// will have a child, and spareTarget more if spares is set, and records
+// them as requested.
+func (z *zygote) refillLocked(spares bool) int {
+	n := len(z.waiters) - z.requested - len(z.idle)
+	if spares {
+		n += spareTarget
+	}
 	if n < 0 || !z.alive() {
 		return 0
 	}
 	z.requested += n
 	return n
+}
+
+// refill asks for the spare children a call took, once it has ended: forked
+// while the call ran, a spare's preparation would compete with it for the
+// machine's cores.
+func (z *zygote) refill() {
+	z.mu.Lock()
+	n := z.refillLocked(true)
+	z.mu.Unlock()
+	z.requestForks(n)
 }
 
 // requestForks asks the zygote for n more children.
@@ -699,7 +716,7 @@ func (z *zygote) take(ctx context.Context, timeout time.Duration) (sp *spare, fa
 		ch = make(chan spareReply, 1)
 		z.waiters = append(z.waiters, ch)
 	}
-	n := z.refillLocked()
+	n := z.refillLocked(false)
 	z.mu.Unlock()
 	z.requestForks(n)
 	if sp != nil {
@@ -888,6 +905,7 @@ func (e *Executor) runWarm(ctx context.Context, inv runtime.Invocation, req *req
 			continue
 		}
 		out, again, err := e.waitWarm(ctx, inv, slot, z, wc, payload[sent:])
+		z.refill()
 		zs.done(slot)
 		if !again {
 			zs.warmCalls.Add(1)

@@ -130,6 +130,11 @@ sys.setrecursionlimit(4321)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 os.umask(0o077)
 threading.Thread(target=time.sleep, args=(0.2,), daemon=False).start()
+# The bootstrap's own classes come from the zygote, made once for every
+# call: what one call does to them stays in its process.
+ToolOutcomeUnknown.NEXA_LEAK = "class"
+type(nexa_secrets).NEXA_LEAK = "class"
+type(nexa_secrets).get = lambda self, key, default=None: "leaked"
 return [random.random(), nexa_secrets.get("K"), os.environ["NEXA_CALL_ID"]]
 `)
 		observer := bodyTool("observer", `
@@ -151,6 +156,7 @@ return {
     "threads": threading.active_count(),
     "random": random.random(),
     "secret": nexa_secrets.get("K"),
+    "classes": hasattr(ToolOutcomeUnknown, "NEXA_LEAK") or hasattr(type(nexa_secrets), "NEXA_LEAK"),
     "call": os.environ["NEXA_CALL_ID"],
     "sub_call": subprocess.run(["sh", "-c", "printf %s \"$NEXA_IDEMPOTENCY_KEY\""], capture_output=True, text=True).stdout,
 }
@@ -160,7 +166,7 @@ return {
 		if err := json.Unmarshal([]byte(first), &p); err != nil {
 			t.Fatalf("polluter output %q: %v", first, err)
 		}
-		if p[1] != "first-secret" || p[2] != "call-1" {
+		if p[1] != "leaked" || p[2] != "call-1" {
 			t.Fatalf("polluter saw %v", p)
 		}
 		got := mustSucceed(t, invoke(t, ex, observer, nil, dir, "call-2", nil))
@@ -172,7 +178,7 @@ return {
 		want := map[string]any{
 			"builtins": false, "module": false, "global": false, "env": nil, "putenv": "",
 			"cwd": real, "path": false, "colorsys": false, "fake": false, "recursion": true,
-			"sigterm": true, "umask": float64(umask), "threads": float64(1), "secret": nil, "call": "call-2",
+			"sigterm": true, "umask": float64(umask), "threads": float64(1), "secret": nil, "classes": false, "call": "call-2",
 			"sub_call": "run-1:call-2",
 		}
 		for k, v := range want {
