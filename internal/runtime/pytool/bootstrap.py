@@ -55,6 +55,14 @@ def _nexa_prepare():
         sys.path.pop(0)
 
     import os
+
+    # nexa starts the interpreter with PYTHONSAFEPATH set (when the user
+    # had not set it) and the marker below: from Python 3.11 on the working
+    # directory is then never on sys.path, not even during start-up, when
+    # 3.13 already imports linecache for `-c`. What the tool and the
+    # processes it starts inherit is the user's environment, without it.
+    if os.environ.pop("NEXA_ADDED_PYTHONSAFEPATH", None) is not None:
+        os.environ.pop("PYTHONSAFEPATH", None)
     import json
     import keyword
     import types

@@ -385,6 +385,28 @@ func (e *Executor) callEnv(inv runtime.Invocation) []string {
 // the order of childEnv.
 var callVars = []string{"NEXA_IDEMPOTENCY_KEY", "NEXA_RUN_ID", "NEXA_CALL_ID"}
 
+// safePathMarker tells the bootstrap that nexa, not the user, set
+// PYTHONSAFEPATH. `python -c` puts the working directory first on
+// sys.path, and Python 3.13 imports linecache during start-up, before the
+// bootstrap can take the directory off: a linecache.py planted there (the
+// working directory is writable by sandboxed tools) would run in every
+// later interpreter. With PYTHONSAFEPATH (3.11 and later) the directory is
+// never on the path; older interpreters ignore the variable and import
+// nothing from it before the bootstrap runs. The bootstrap removes both
+// again before any tool code, so a tool and what it starts see the user's
+// environment.
+const safePathMarker = "NEXA_ADDED_PYTHONSAFEPATH"
+
+// hasVar reports whether env sets key.
+func hasVar(env []string, key string) bool {
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == key {
+			return true
+		}
+	}
+	return false
+}
+
 // childEnv is base with the call variables of inv set (replacing inherited
 // values); with a nil inv (a zygote, which serves many calls) they are
 // removed instead, and only PYTHONIOENCODING is set. childEnv(base, inv) is
@@ -396,6 +418,8 @@ func childEnv(base []string, inv *runtime.Invocation) []string {
 		"NEXA_CALL_ID":         "",
 		// The log is bytes; make sure non-ASCII prints cannot fail.
 		"PYTHONIOENCODING": "utf-8:backslashreplace",
+		// Only nexa sets the marker (see safePathVars).
+		safePathMarker: "",
 	}
 	if inv != nil {
 		set["NEXA_IDEMPOTENCY_KEY"] = inv.IdempotencyKey()
@@ -411,6 +435,9 @@ func childEnv(base []string, inv *runtime.Invocation) []string {
 		env = append(env, kv)
 	}
 	env = append(env, "PYTHONIOENCODING="+set["PYTHONIOENCODING"])
+	if !hasVar(base, "PYTHONSAFEPATH") {
+		env = append(env, "PYTHONSAFEPATH=1", safePathMarker+"=1")
+	}
 	if inv != nil {
 		for _, k := range callVars {
 			env = append(env, k+"="+set[k])

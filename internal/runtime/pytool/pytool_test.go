@@ -519,6 +519,33 @@ func TestEnvironment(t *testing.T) {
 	})
 }
 
+// nexa starts interpreters with PYTHONSAFEPATH so that the working
+// directory is never on sys.path, but the tool, and every process it
+// starts, sees the environment the user gave: the variable only when the
+// user set it.
+func TestSafePathIsNotPassedOn(t *testing.T) {
+	t.Parallel()
+	requirePython(t)
+	body := `import subprocess
+child = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('PYTHONSAFEPATH'), os.environ.get('NEXA_ADDED_PYTHONSAFEPATH'))"], capture_output=True, text=True).stdout.strip()
+return [os.environ.get("PYTHONSAFEPATH"), os.environ.get("NEXA_ADDED_PYTHONSAFEPATH"), child]`
+	bothPaths(t, func(t *testing.T, cold bool) {
+		for _, c := range []struct {
+			env  []string
+			want string
+		}{
+			{nil, `[null, null, "None None"]`},
+			{[]string{"PYTHONSAFEPATH=yes"}, `["yes", null, "yes None"]`},
+			{[]string{"NEXA_ADDED_PYTHONSAFEPATH=1", "PYTHONSAFEPATH=mine"}, `["mine", null, "mine None"]`},
+		} {
+			ex := newExec(t, cold, Options{Env: append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, c.env...)})
+			if got := mustSucceed(t, call{exec: ex, tool: bodyTool("safepath", body)}.do(t)); got != c.want {
+				t.Errorf("with %q: output = %s, want %s", c.env, got, c.want)
+			}
+		}
+	})
+}
+
 func TestNexaSecrets(t *testing.T) {
 	requirePython(t)
 	t.Parallel()
