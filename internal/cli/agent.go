@@ -180,7 +180,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	// two are independent, and a resume never creates a store.
 	var opening *openingStore
 	if f.resume != "" && runtime.ValidRunID(f.resume) {
-		opening = openStoreAhead(e, f.store, wd)
+		opening = openStoreAhead(e, f.store, wd, f.resume)
 		defer opening.discard()
 	}
 	prog, firstErr := compileForRun(e, file)
@@ -226,9 +226,12 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		return finishAgent(e, c, f, nil, nil, file, &runtime.Error{Code: runtime.CodeRunNotFound, Refusal: true,
 			Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", f.resume)}, sec)
 	}
-	var st storeHandle
+	var (
+		st  storeHandle
+		pre *runtime.Preloaded
+	)
 	if opening != nil {
-		st, err = opening.take()
+		st, pre, err = opening.take()
 	} else {
 		st, err = openStore(e, f.store, wd, f.resume == "")
 	}
@@ -243,6 +246,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		return agentFailure(e, f, ExitFailed, runtime.CodeStoreError, err.Error())
 	}
 	defer st.Close()
+	defer pre.Wait() // the read ahead ends before the store closes
 
 	runID := f.resume
 	if runID == "" {
@@ -329,7 +333,9 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 			ResumeFlags: providerFlags(c),
 		})
 	} else {
-		run, err = runner.Resume(ctx, resumeOptions(c, f, prog, agentName, prov.identity, wd, timeout, records, decider(e)))
+		o := resumeOptions(c, f, prog, agentName, prov.identity, wd, timeout, records, decider(e))
+		o.Preloaded = pre
+		run, err = runner.Resume(ctx, o)
 		if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeRunNotFound {
 			re.Message = fmt.Sprintf("no run %s in the store %s", f.resume, st.Path())
 		}

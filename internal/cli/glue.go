@@ -106,40 +106,49 @@ func openStore(e *env, flag, wd string, create bool) (storeHandle, error) {
 	return s, nil
 }
 
-// openingStore is a store being opened by openStore in the background.
+// openingStore is a store being opened by openStore in the background,
+// and the run to resume read from it as soon as it is open.
 type openingStore struct {
 	done  chan struct{}
 	st    storeHandle
+	pre   *runtime.Preloaded
 	err   error
 	taken bool
 }
 
-// openStoreAhead starts opening an existing store (never creating one), so
-// a command can do independent work, such as compiling, meanwhile.
-func openStoreAhead(e *env, flag, wd string) *openingStore {
+// openStoreAhead starts opening an existing store (never creating one) and
+// reading run runID from it, so that a resume can do independent work,
+// such as compiling, meanwhile.
+func openStoreAhead(e *env, flag, wd, runID string) *openingStore {
 	o := &openingStore{done: make(chan struct{})}
 	go func() {
 		defer close(o.done)
 		o.st, o.err = openStore(e, flag, wd, false)
+		if o.err == nil {
+			o.pre = runtime.Preload(context.Background(), o.st, runID)
+		}
 	}()
 	return o
 }
 
 // take waits for the store and hands it, or the error opening it, to the
-// caller, who closes it from then on.
-func (o *openingStore) take() (storeHandle, error) {
+// caller, who closes it from then on (after pre.Wait), with the run being
+// read for Resume.
+func (o *openingStore) take() (storeHandle, *runtime.Preloaded, error) {
 	<-o.done
 	o.taken = true
-	return o.st, o.err
+	return o.st, o.pre, o.err
 }
 
-// discard closes the store if the command returned before taking it.
+// discard closes the store, once its read has ended, if the command
+// returned before taking it.
 func (o *openingStore) discard() {
 	if o.taken {
 		return
 	}
 	<-o.done
 	if o.st != nil {
+		o.pre.Wait()
 		o.st.Close()
 	}
 }

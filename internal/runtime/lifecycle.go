@@ -134,6 +134,60 @@ type ResumeOptions struct {
 	TimeoutGiven bool
 	// Decisions are recorded before the run continues.
 	Decisions []Decision
+	// Preloaded, when not nil, is the run read ahead (Preload): Resume
+	// uses it if the run has not changed since, instead of reading it
+	// again once it holds the lease.
+	Preloaded *Preloaded
+}
+
+// Preloaded is a run read for a drive ahead of its resume, without its
+// lease, so that the read (the largest part of resuming a long run) can go
+// on while the command does other work, such as compiling the program.
+type Preloaded struct {
+	done chan struct{}
+	run  *state.RunState
+	err  error
+}
+
+// Preload starts reading run runID of s as a drive reads it. Wait for it
+// (Wait) before s is closed.
+func Preload(ctx context.Context, s state.Store, runID string) *Preloaded {
+	p := &Preloaded{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.run, p.err = loadForDrive(ctx, s, runID)
+	}()
+	return p
+}
+
+// Wait waits for the read to end.
+func (p *Preloaded) Wait() {
+	if p != nil {
+		<-p.done
+	}
+}
+
+// loadHeld reads run runID for a drive once its lease is held: the
+// preloaded run if there is one and it is still current, since every save
+// of a run raises its revision and taking the lease changes none of its
+// rows; else the run as it is now.
+func loadHeld(ctx context.Context, s state.Store, runID string, p *Preloaded) (*state.RunState, error) {
+	if p != nil {
+		p.Wait()
+		if p.err == nil && p.run != nil {
+			h, err := Header(ctx, s, runID)
+			if err != nil {
+				return nil, err
+			}
+			if h.Revision == p.run.Revision {
+				run := p.run
+				p.run = nil // used once
+				run.Holder = h.Holder
+				return run, nil
+			}
+		}
+	}
+	return loadForDrive(ctx, s, runID)
 }
 
 // Resume continues a run: lease, load, the checks of runtime.md section 5,
@@ -146,7 +200,7 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 		return nil, err
 	}
 	defer release(r.store, o.RunID, l)
-	run, err := loadForDrive(ctx, r.store, o.RunID)
+	run, err := loadHeld(ctx, r.store, o.RunID, o.Preloaded)
 	if err != nil {
 		return nil, err
 	}

@@ -169,3 +169,35 @@ func TestResumeLoadsWholeWhenTheLatestCallIsAStub(t *testing.T) {
 		t.Fatalf("tool message after the resume = %+v, want c1's stored result", m)
 	}
 }
+
+// A run read ahead (Preload) is used by Resume only while it is current:
+// a decision recorded between the read and the resume is seen, and the
+// resume executes the approved call instead of finding it pending.
+func TestResumeReadsAgainARunChangedSincePreload(t *testing.T) {
+	ctx := context.Background()
+	s, r, paused, req := pausedOnSQLite(t, 2)
+	pre := runtime.Preload(ctx, s, paused.ID)
+	pre.Wait()
+	if _, err := runtime.Decide(ctx, s, paused.ID, []runtime.Decision{{CallID: "c2", Approve: true}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := r.Resume(ctx, runtime.ResumeOptions{RunID: paused.ID, Request: req, Preloaded: pre})
+	if err != nil || st.Status != state.StatusCompleted {
+		t.Fatalf("resume after a decision made since the read ahead: %v, status %s", err, st.Status)
+	}
+	if e := st.Entry("c2"); e == nil || e.Stage != state.StageCompleted || e.Decision == nil || !*e.Decision {
+		t.Fatalf("the approved call: %+v", e)
+	}
+}
+
+// A run read ahead and still current is what Resume continues.
+func TestResumeUsesACurrentPreload(t *testing.T) {
+	ctx := context.Background()
+	s, r, paused, req := pausedOnSQLite(t, 2)
+	pre := runtime.Preload(ctx, s, paused.ID)
+	st, err := r.Resume(ctx, runtime.ResumeOptions{RunID: paused.ID, Request: req, Preloaded: pre,
+		Decisions: []runtime.Decision{{CallID: "c2", Approve: true}}})
+	if err != nil || st.Status != state.StatusCompleted {
+		t.Fatalf("resume from a current read ahead: %v, status %s", err, st.Status)
+	}
+}
