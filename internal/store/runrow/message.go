@@ -28,52 +28,58 @@ const (
 // its time finding fields and allocating strings one by one.
 func quickMessage(body []byte, m *state.Message) bool {
 	p := parser{s: body}
+	return p.object(func(name []byte) (bit int, ok bool) {
+		switch string(name) {
+		case "seq":
+			return fieldSeq, p.integer()
+		case "role":
+			m.Role, ok = p.role()
+			return fieldRole, ok
+		case "content":
+			m.Content, ok = p.str()
+			return fieldContent, ok
+		case "tool_calls":
+			m.ToolCalls, ok = p.toolCalls()
+			return fieldToolCalls, ok
+		case "tool_call_id":
+			m.ToolCallID, ok = p.str()
+			return fieldToolCallID, ok
+		case "name":
+			m.Name, ok = p.str()
+			return fieldName, ok
+		case "is_error":
+			m.IsError, ok = p.boolean()
+			return fieldIsError, ok
+		}
+		return 0, false
+	}) && p.end()
+}
+
+// object reads a JSON object. For each member, value is given its name,
+// reads its value and gives the name's bit (0 for a name it does not
+// know) and whether the value was read; a name given twice is refused, as
+// the general decoder refuses it.
+func (p *parser) object(value func(name []byte) (bit int, ok bool)) bool {
 	if !p.consume('{') {
 		return false
 	}
-	var seen int
 	if p.consume('}') {
-		return p.end()
+		return true
 	}
+	seen := 0
 	for {
-		name, ok := p.name()
-		if !ok {
+		name, named := p.name()
+		if !named {
 			return false
 		}
-		var bit int
-		switch string(name) {
-		case "seq":
-			bit = fieldSeq
-			ok = p.integer()
-		case "role":
-			bit = fieldRole
-			m.Role, ok = p.role()
-		case "content":
-			bit = fieldContent
-			m.Content, ok = p.str()
-		case "tool_calls":
-			bit = fieldToolCalls
-			m.ToolCalls, ok = p.toolCalls()
-		case "tool_call_id":
-			bit = fieldToolCallID
-			m.ToolCallID, ok = p.str()
-		case "name":
-			bit = fieldName
-			m.Name, ok = p.str()
-		case "is_error":
-			bit = fieldIsError
-			m.IsError, ok = p.boolean()
-		default:
-			return false
-		}
-		if !ok || seen&bit != 0 {
+		bit, ok := value(name)
+		if bit == 0 || !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
-		if p.consume(',') {
-			continue
+		if !p.consume(',') {
+			return p.consume('}')
 		}
-		return p.consume('}') && p.end()
 	}
 }
 
@@ -107,49 +113,28 @@ func (p *parser) toolCalls() ([]state.ToolCall, bool) {
 		return calls, true
 	}
 	for {
-		if !p.consume('{') {
+		var c state.ToolCall
+		read := p.object(func(name []byte) (bit int, ok bool) {
+			switch string(name) {
+			case "id":
+				c.ID, ok = p.str()
+				return 1, ok
+			case "name":
+				c.Name, ok = p.str()
+				return 2, ok
+			case "arguments":
+				c.Arguments, ok = p.str()
+				return 4, ok
+			}
+			return 0, false
+		})
+		if !read {
 			return nil, false
 		}
-		var c state.ToolCall
-		var seen int
-		if !p.consume('}') {
-			for {
-				name, ok := p.name()
-				if !ok {
-					return nil, false
-				}
-				var bit int
-				switch string(name) {
-				case "id":
-					bit = 1
-					c.ID, ok = p.str()
-				case "name":
-					bit = 2
-					c.Name, ok = p.str()
-				case "arguments":
-					bit = 4
-					c.Arguments, ok = p.str()
-				default:
-					return nil, false
-				}
-				if !ok || seen&bit != 0 {
-					return nil, false
-				}
-				seen |= bit
-				if p.consume(',') {
-					continue
-				}
-				if !p.consume('}') {
-					return nil, false
-				}
-				break
-			}
-		}
 		calls = append(calls, c)
-		if p.consume(',') {
-			continue
+		if !p.consume(',') {
+			return calls, p.consume(']')
 		}
-		return calls, p.consume(']')
 	}
 }
 
