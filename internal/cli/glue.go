@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nexa-run/nexa/internal/cli/early"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -34,17 +35,7 @@ type storeHandle interface {
 // storePath resolves --store, then NEXA_STORE, then .nexa/runs.sqlite3 under
 // the working directory.
 func storePath(e *env, flag, wd string) string {
-	p := flag
-	if p == "" {
-		p = e.getenv("NEXA_STORE")
-	}
-	if p == "" {
-		return store.DefaultPath(wd)
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(wd, p)
-	}
-	return p
+	return store.Locate(storeName(e, flag), wd)
 }
 
 // storeOpenError is a store that could not be opened, with the exit code
@@ -118,11 +109,16 @@ type openingStore struct {
 
 // openStoreAhead starts opening an existing store (never creating one) and
 // reading run runID from it, so that a resume can do independent work,
-// such as compiling, meanwhile.
+// such as compiling, meanwhile. When the process opened that store and
+// started that read before main (internal/cli/early), it takes them.
 func openStoreAhead(e *env, flag, wd, runID string) *openingStore {
 	o := &openingStore{done: make(chan struct{})}
 	go func() {
 		defer close(o.done)
+		if st, read := early.Take(storePath(e, flag, wd), runID); st != nil {
+			o.st, o.pre = st, runtime.PreloadFrom(context.Background(), st, runID, read)
+			return
+		}
 		o.st, o.err = openStore(e, flag, wd, false)
 		if o.err == nil {
 			o.pre = runtime.Preload(context.Background(), o.st, runID)

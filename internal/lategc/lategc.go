@@ -15,14 +15,29 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 )
+
+// Default is the threshold nexa's commands use: more than a short command
+// allocates, a small part of what a long one does.
+const Default = 32 << 20
+
+// started is set by the first Start that may change the settings: a second
+// one would take the collector's "off" for the settings to restore.
+var started atomic.Bool
 
 // Start turns the collector off until the Go runtime's memory reaches
 // threshold bytes, then restores the collector's settings. It does nothing
-// when the user chose settings (GOGC or GOMEMLIMIT in the environment) or
-// threshold is not positive. It returns whether it changed anything.
+// when the user chose settings (GOGC or GOMEMLIMIT in the environment),
+// threshold is not positive, or an earlier Start in the process did
+// something (the first one wins: the read ahead of a resume starts the
+// process's allocations before main, internal/cli/early). It returns
+// whether it changed anything.
 func Start(threshold int64) bool {
 	if threshold <= 0 || os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return false
+	}
+	if !started.CompareAndSwap(false, true) {
 		return false
 	}
 	percent := debug.SetGCPercent(-1)

@@ -38,6 +38,11 @@ func TestCollectorComesBackAfterTheThreshold(t *testing.T) {
 	if p, l := current(); p != -1 || l != threshold {
 		t.Fatalf("after Start: GOGC %d, memory limit %d; want off and %d", p, l, threshold)
 	}
+	// A second Start (main's, after a resume's read ahead made the first)
+	// must not take "off" for the settings to put back.
+	if Start(threshold) {
+		t.Fatal("a second Start changed the collector again")
+	}
 	// Allocate (and drop) well past the threshold: the limit starts a
 	// cycle, whose finalizer restores the settings. Finalizers run on
 	// their own goroutine, so give it each allocation's chance to.

@@ -160,6 +160,20 @@ func Preload(ctx context.Context, s state.Store, runID string) *Preloaded {
 	return p
 }
 
+// PreloadFrom is Preload for a read that was started before the runtime
+// could start it (internal/cli/early starts one while the process is still
+// initialising): read waits for it and gives what s's LoadForDrive gave.
+// s must be a state.DriveLoader.
+func PreloadFrom(ctx context.Context, s state.Store, runID string, read func() (*state.RunState, error)) *Preloaded {
+	p := &Preloaded{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		st, err := read()
+		p.run, p.err = driveLoaded(ctx, s, runID, st, err)
+	}()
+	return p
+}
+
 // Wait waits for the read to end.
 func (p *Preloaded) Wait() {
 	if p != nil {
@@ -339,14 +353,23 @@ func Show(ctx context.Context, s state.Store, runID string) (*state.RunState, er
 // reads a third of the store. Should a call of the latest reply come as a
 // stub (its tool message copies its result), the run is loaded whole.
 func loadForDrive(ctx context.Context, s state.Store, runID string) (*state.RunState, error) {
-	if dl, ok := s.(state.DriveLoader); ok {
-		st, err := dl.LoadForDrive(ctx, runID)
-		if err != nil {
-			return nil, loadError(runID, err)
-		}
-		if latestWhole(st) {
-			return st, nil
-		}
+	dl, ok := s.(state.DriveLoader)
+	if !ok {
+		return Show(ctx, s, runID)
+	}
+	st, err := dl.LoadForDrive(ctx, runID)
+	return driveLoaded(ctx, s, runID, st, err)
+}
+
+// driveLoaded completes a DriveLoader's read of run runID (st, err): the
+// runtime's error for a failed one, and the whole run instead when the
+// latest reply's calls are not all whole.
+func driveLoaded(ctx context.Context, s state.Store, runID string, st *state.RunState, err error) (*state.RunState, error) {
+	if err != nil {
+		return nil, loadError(runID, err)
+	}
+	if latestWhole(st) {
+		return st, nil
 	}
 	return Show(ctx, s, runID)
 }

@@ -92,6 +92,8 @@ type SQLite struct {
 	// a save whose header differs only in usage and updated_at writes
 	// only those (see writeRun).
 	saved runrow.Saved
+	// onlyCurrent is Open's OnlyIfCurrent.
+	onlyCurrent bool
 }
 
 var _ state.Store = (*SQLite)(nil)
@@ -102,6 +104,23 @@ type Option func(*options)
 type options struct {
 	busyTimeout time.Duration
 	now         func() time.Time
+	onlyCurrent bool
+}
+
+// ErrNotCurrent is Open's error, with OnlyIfCurrent, for a store it would
+// have to create, complete or migrate.
+var ErrNotCurrent = errors.New("not a current run store")
+
+// OnlyIfCurrent makes Open create, write and migrate nothing: it opens
+// only an existing store of the current schema, in WAL mode, whose
+// directory already has what Open would add to it, and fails with
+// ErrNotCurrent otherwise. (Like every Open, it still takes group and other
+// permissions off the store's files.) It is for opening a store before the
+// command line is fully parsed (a resume's read ahead, internal/cli/early):
+// an open that may turn out not to be wanted must leave the store as it
+// was; the command's own open, later, does the rest.
+func OnlyIfCurrent() Option {
+	return func(o *options) { o.onlyCurrent = true }
 }
 
 // WithClock sets the clock of lease expiry and of the timestamps the store
@@ -129,6 +148,19 @@ func WithBusyTimeout(d time.Duration) Option {
 // names another file: WORKDIR/.nexa/runs.sqlite3.
 func DefaultPath(workDir string) string {
 	return filepath.Join(workDir, DirName, FileName)
+}
+
+// Locate is the database file that a store name (--store, else
+// NEXA_STORE, as given; "" for neither) means in working directory wd: the
+// name, made absolute against wd, or DefaultPath(wd) for no name.
+func Locate(name, wd string) string {
+	switch {
+	case name == "":
+		return DefaultPath(wd)
+	case filepath.IsAbs(name):
+		return name
+	}
+	return filepath.Join(wd, name)
 }
 
 // useFdatasync makes SQLite commit with fdatasync(2) instead of fsync(2),
@@ -169,7 +201,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open run store %s: %w", path, err)
 	}
-	if err := prepareFiles(abs); err != nil {
+	if o.onlyCurrent {
+		if !prepared(abs) {
+			return nil, fmt.Errorf("open run store %s: %w", path, ErrNotCurrent)
+		}
+	} else if err := prepareFiles(abs); err != nil {
 		return nil, fmt.Errorf("open run store %s: %w", path, err)
 	}
 	useFdatasync()
@@ -180,7 +216,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
 
-	s := &SQLite{db: db, path: abs, now: o.now, busyTimeout: o.busyTimeout, held: map[string]*os.File{}}
+	s := &SQLite{db: db, path: abs, now: o.now, busyTimeout: o.busyTimeout, held: map[string]*os.File{}, onlyCurrent: o.onlyCurrent}
 	// The identity is the open descriptor's, so the file guard reads is
 	// the file it compares against; init reads the header through it too.
 	if s.headFD, err = syscall.Open(abs, syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err != nil {
@@ -217,6 +253,9 @@ func (s *SQLite) init(ctx context.Context) error {
 		// A current store in WAL mode (the mode is persistent, and set
 		// by the Open that created the store): nothing to set or migrate.
 		return nil
+	}
+	if s.onlyCurrent {
+		return ErrNotCurrent
 	}
 	var mode string
 	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
@@ -297,6 +336,21 @@ func prepareFiles(abs string) error {
 		return fmt.Errorf("create store file: %w", err)
 	}
 	return nil
+}
+
+// prepared reports whether prepareFiles would leave abs as it is: the
+// database file exists (a regular file) and, in a .nexa directory, the
+// directory's .gitignore too.
+func prepared(abs string) bool {
+	if fi, err := os.Stat(abs); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	if dir := filepath.Dir(abs); filepath.Base(dir) == DirName {
+		if _, err := os.Lstat(filepath.Join(dir, ".gitignore")); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // ensureGitignore writes "*" to DIR/.gitignore unless the file exists, so
