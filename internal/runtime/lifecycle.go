@@ -181,22 +181,28 @@ func (p *Preloaded) Wait() {
 	}
 }
 
-// loadHeld reads run runID for a drive once its lease is held: the
+// loadHeld reads run runID for a drive once its lease l is held: the
 // preloaded run if there is one and it is still current, since every save
 // of a run raises its revision and taking the lease changes none of its
-// rows; else the run as it is now.
-func loadHeld(ctx context.Context, s state.Store, runID string, p *Preloaded) (*state.RunState, error) {
+// rows; else the run as it is now. The revision to compare is the one the
+// lease was taken at, or the header's when the store does not report it.
+func loadHeld(ctx context.Context, s state.Store, runID string, p *Preloaded, l *state.Lease) (*state.RunState, error) {
 	if p != nil {
 		p.Wait()
 		if p.err == nil && p.run != nil {
-			h, err := Header(ctx, s, runID)
-			if err != nil {
-				return nil, err
+			rev := l.Revision
+			holder := &state.Lease{Owner: l.Owner, Epoch: l.Epoch, Expires: l.Expires}
+			if rev == 0 {
+				h, err := Header(ctx, s, runID)
+				if err != nil {
+					return nil, err
+				}
+				rev, holder = h.Revision, h.Holder
 			}
-			if h.Revision == p.run.Revision {
+			if rev == p.run.Revision {
 				run := p.run
 				p.run = nil // used once
-				run.Holder = h.Holder
+				run.Holder = holder
 				return run, nil
 			}
 		}
@@ -214,7 +220,7 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 		return nil, err
 	}
 	defer release(r.store, o.RunID, l)
-	run, err := loadHeld(ctx, r.store, o.RunID, o.Preloaded)
+	run, err := loadHeld(ctx, r.store, o.RunID, o.Preloaded, l)
 	if err != nil {
 		return nil, err
 	}

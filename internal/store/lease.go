@@ -154,7 +154,7 @@ func (s *SQLite) Acquire(ctx context.Context, id, owner string, ttl time.Duratio
 		now := s.now().UTC()
 		l = &state.Lease{Owner: owner, TTL: ttl, Expires: now.Add(ttl)}
 		err := tx.QueryRowContext(ctx, `UPDATE runs SET lease_owner = ?, lease_epoch = lease_epoch + 1, lease_expires = ?
-			WHERE id = ? RETURNING lease_epoch`, owner, l.Expires.UnixNano(), id).Scan(&l.Epoch)
+			WHERE id = ? RETURNING lease_epoch, revision`, owner, l.Expires.UnixNano(), id).Scan(&l.Epoch, &l.Revision)
 		if errors.Is(err, sql.ErrNoRows) {
 			return state.ErrNotFound
 		}

@@ -51,6 +51,12 @@ type Lease struct {
 	Expires time.Time `json:"expires_at"`
 	// TTL is how long Acquire and Renew extend the lease; not stored.
 	TTL time.Duration `json:"-"`
+	// Revision is the run's revision when Acquire took the lease (0 from
+	// a store that does not say). Taking a lease changes no revision and,
+	// while it is held, only its holder saves the run, so a read of the
+	// run at this revision is the run as it is (a resume's read ahead is
+	// checked against it). Not stored.
+	Revision int64 `json:"-"`
 }
 
 // Live reports whether the lease is unexpired at now.

@@ -550,7 +550,7 @@ func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration
 		err := tx.QueryRow(ctx, `UPDATE nexa_runs
 			SET lease_owner = $2, lease_epoch = lease_epoch + 1, lease_expires = now() + $3::bigint * interval '1 microsecond'
 			WHERE id = $1 AND NOT `+live+`
-			RETURNING lease_epoch, lease_expires`, id, owner, micros(ttl)).Scan(&l.Epoch, &expires)
+			RETURNING lease_epoch, lease_expires, revision`, id, owner, micros(ttl)).Scan(&l.Epoch, &expires, &l.Revision)
 		if err == nil {
 			l.Expires = expires.UTC()
 			return nil

@@ -35,6 +35,7 @@ var behaviours = []behaviour{
 	{"lease: renew extends the expiry; release frees the run for the next epoch", renewRelease},
 	{"fencing: after a holder dies its run is taken over and its old lease can never save", fencing},
 	{"lease: acquiring a missing run is not found", acquireMissing},
+	{"lease: Acquire says the revision it took the run at", acquireRevision},
 	{"prune: held runs are skipped and kept whole, free ones deleted", pruneHeld},
 	{"list: newest first, filtered by status and agent, limited", listFilters},
 	{"list: a cursor pages without gaps or repeats while runs are created and saved", listCursor},
@@ -299,6 +300,22 @@ func fencing(t *testing.T, h *harness) {
 	got.Messages = append(got.Messages, msg(2, "successor"))
 	if err := b.Save(ctx, got, state.Delta{Messages: got.Messages[2:]}); err != nil {
 		t.Fatalf("successor's Save: %v", err)
+	}
+}
+
+// acquireRevision: the lease says the run's revision when it was taken,
+// which a resume compares with the run it read ahead.
+func acquireRevision(t *testing.T, h *harness) {
+	a := h.handle()
+	mustCreate(t, a, run("run_rev", time.Time{}))
+	st := mustLoad(t, a, "run_rev")
+	st.Messages = append(st.Messages, msg(len(st.Messages), "more"))
+	if err := a.Save(ctx, st, state.Delta{Messages: st.Messages[len(st.Messages)-1:]}); err != nil {
+		t.Fatalf("Save: %v", err)
+	}
+	l := mustAcquire(t, a, "run_rev", "owner", time.Minute)
+	if want := mustLoad(t, a, "run_rev").Revision; l.Revision != want || want < 2 {
+		t.Fatalf("lease taken at revision %d, the run is at %d", l.Revision, want)
 	}
 }
 
