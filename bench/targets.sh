@@ -27,23 +27,18 @@ echo "== build"
 make -s build
 go build -o "$scratch/nexa" ./cmd/nexa
 
-echo "== floor (one 4 KiB write + fsync; one SQLite WAL commit, synchronous=FULL), then resume of a 2,000-step run, end to end"
-# bench.py's own nexa measurement: N=10 runs (one process each) and the
-# resume of a run paused for approval after 2,000 steps (5 resumes).
+echo "== floor (one 4 KiB write + fsync; one SQLite WAL commit, synchronous=FULL)"
 python3 bench/peers/bench.py --nexa "$scratch/nexa" --work "$scratch/peers" --out "$scratch/peers-out" \
-	--reps 5 --resume-n 2000 10 2>&1 | grep -E '^(load|floor|resume|rep)' || true
+	--reps 1 --resume-n 0 10 2>&1 | grep -E '^(load|floor)' || true
 python3 - "$scratch/peers-out/results.json" <<'PY'
-import json, statistics, sys
-r = json.load(open(sys.argv[1]))
-f = r["floor"]
+import json, sys
+f = json.load(open(sys.argv[1]))["floor"]
 print(f"floor: fsync {f['fsync_ms']:.2f} ms (p90 {f['fsync_p90_ms']:.2f}), sqlite commit {f['sqlite_commit_ms']:.2f} ms")
-rs = [x for x in r["resumes"] if x["kind"] == "nexa"]
-if rs:
-    w = sorted(1000 * x["wall_s"] for x in rs)
-    c = sorted(1000 * x["cpu_s"] for x in rs)
-    print(f"resume after 2,000 steps: wall median {statistics.median(w):.0f} ms (least {w[0]:.0f}), "
-          f"CPU median {statistics.median(c):.0f} ms, over {len(rs)} resumes")
 PY
+load
+
+echo "== resume of a run paused after 2,000 steps, end to end (bench/resume.sh)"
+bench/resume.sh "$reps" 2000 "$scratch/nexa"
 load
 
 echo "== start-up"
