@@ -18,60 +18,17 @@
 // It changes no memory the program can see: the pages are fresh and stay
 // zero, and a page already in use is left as it is. What it costs is the
 // resident memory of the pages touched (at most the mapping's 4 MiB) and
-// the idle core's time. Where the call is not supported, nothing happens.
+// the idle core's time. Where the call is not supported (a kernel before
+// 5.14, a system other than Linux), nothing happens.
 package pretouch
 
-import (
-	"bytes"
-	"os"
-	"syscall"
-	"unsafe"
-)
-
-// madvPopulateWrite is MADV_POPULATE_WRITE (Linux 5.14): fault the range
-// in, writable, as writes would.
-const madvPopulateWrite = 23
-
-func init() {
-	if wanted(os.Args[1:]) {
-		go touch()
-	}
-}
+import "bytes"
 
 // wanted reports whether a command line (without the program's name) is
 // one whose process writes more new heap than its start-up: nexa agent,
 // which compiles a program and starts or resumes a run.
 func wanted(args []string) bool {
 	return len(args) > 0 && args[0] == "agent"
-}
-
-// marker is a heap object whose address says where the heap's next free
-// pages begin.
-var marker *[64]byte
-
-// touch faults in the rest of the heap mapping that holds a new object,
-// above that object's page, and returns the range it asked for (empty
-// when it could not find the mapping or the kernel refused).
-func touch() (start, end uintptr) {
-	marker = new([64]byte)
-	at := uintptr(unsafe.Pointer(marker))
-	maps, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		return 0, 0
-	}
-	end, ok := mappingEnd(maps, at)
-	if !ok {
-		return 0, 0
-	}
-	page := uintptr(os.Getpagesize())
-	start = (at + page) &^ (page - 1)
-	if start >= end {
-		return 0, 0
-	}
-	if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, start, end-start, madvPopulateWrite); errno != 0 {
-		return 0, 0
-	}
-	return start, end
 }
 
 // mappingEnd finds, in the text of /proc/self/maps, the mapping that holds
