@@ -97,8 +97,9 @@ func openStore(e *env, flag, wd string, create bool) (storeHandle, error) {
 	return s, nil
 }
 
-// openingStore is a store being opened by openStore in the background,
-// and the run to resume read from it as soon as it is open.
+// openingStore is a resume's store being opened in the background (or
+// taken from internal/cli/early, which opened it before main), and the run
+// to resume being read from it.
 type openingStore struct {
 	done  chan struct{}
 	st    storeHandle

@@ -152,12 +152,7 @@ type Preloaded struct {
 // Preload starts reading run runID of s as a drive reads it. Wait for it
 // (Wait) before s is closed.
 func Preload(ctx context.Context, s state.Store, runID string) *Preloaded {
-	p := &Preloaded{done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		p.run, p.err = loadForDrive(ctx, s, runID)
-	}()
-	return p
+	return preloading(func() (*state.RunState, error) { return loadForDrive(ctx, s, runID) })
 }
 
 // PreloadFrom is Preload for a read that was started before the runtime
@@ -165,11 +160,18 @@ func Preload(ctx context.Context, s state.Store, runID string) *Preloaded {
 // initialising): read waits for it and gives what s's LoadForDrive gave.
 // s must be a state.DriveLoader.
 func PreloadFrom(ctx context.Context, s state.Store, runID string, read func() (*state.RunState, error)) *Preloaded {
+	return preloading(func() (*state.RunState, error) {
+		st, err := read()
+		return driveLoaded(ctx, s, runID, st, err)
+	})
+}
+
+// preloading runs load on its own goroutine and keeps its result.
+func preloading(load func() (*state.RunState, error)) *Preloaded {
 	p := &Preloaded{done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		st, err := read()
-		p.run, p.err = driveLoaded(ctx, s, runID, st, err)
+		p.run, p.err = load()
 	}()
 	return p
 }

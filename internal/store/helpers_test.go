@@ -129,3 +129,21 @@ func checkpoint(t testing.TB, path string) {
 		t.Fatalf("checkpoint %s: %v", path, err)
 	}
 }
+
+// atVersion makes a WAL-mode store at path with only the first n
+// migrations applied, as a binary of that schema version left it, and
+// returns its open database for the test to fill.
+func atVersion(t testing.TB, path string, n int) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", dsn(path, options{busyTimeout: DefaultBusyTimeout}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA journal_mode = WAL"); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(context.Background(), db, migrations[:n]); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}

@@ -68,17 +68,7 @@ func TestOnlyIfCurrentChangesNothing(t *testing.T) {
 
 	t.Run("older schema", func(t *testing.T) {
 		path := tempFile(t, FileName)
-		db, err := sql.Open("sqlite", dsn(path, options{busyTimeout: DefaultBusyTimeout}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec("PRAGMA journal_mode = WAL"); err != nil {
-			t.Fatal(err)
-		}
-		if err := migrate(ctx, db, migrations[:2]); err != nil {
-			t.Fatal(err)
-		}
-		db.Close()
+		atVersion(t, path, 2).Close()
 		if _, err := Open(ctx, path, OnlyIfCurrent()); !errors.Is(err, ErrNotCurrent) {
 			t.Fatalf("a version 2 store: %v, want ErrNotCurrent", err)
 		}

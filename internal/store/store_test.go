@@ -1204,16 +1204,7 @@ func TestLoadForDriveStubsEarlierCompletedEntries(t *testing.T) {
 func TestMigrationToJournalStageColumns(t *testing.T) {
 	ctx := context.Background()
 	path := tempFile(t, "runs.sqlite3")
-	db, err := sql.Open("sqlite", dsn(path, options{busyTimeout: DefaultBusyTimeout}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec("PRAGMA journal_mode = WAL"); err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(ctx, db, migrations[:2]); err != nil {
-		t.Fatal(err)
-	}
+	db := atVersion(t, path, 2)
 	// The rows as version 2 wrote them.
 	st := journalByTurn("old")
 	if _, err := db.Exec(`INSERT INTO runs (id, revision, status, agent, file, created_at, updated_at, config, task, usage)
