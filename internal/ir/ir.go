@@ -42,6 +42,9 @@ type Tool struct {
 	// Timeout is in seconds (default 60).
 	Timeout    int  `json:"timeout"`
 	Idempotent bool `json:"idempotent"`
+	// ApprovalTimeout bounds, in seconds, how long a call of the tool may
+	// wait for a decision (0: no bound of its own).
+	ApprovalTimeout int `json:"approval_timeout,omitempty"`
 	// Category is the @tool category setting, or the namespace of a
 	// built-in tool ("std.fs"), so that listings can group tools.
 	Category string `json:"category,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nexa-run/nexa/internal/failpoint"
@@ -67,6 +68,17 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 				return stepStop, err
 			}
 			return stepStop, &Error{Code: CodeInternal, Message: fmt.Sprintf("call %s names tool %q, which this agent does not expose", e.CallID, e.Tool)}
+		}
+		if e.ApprovedArguments != nil {
+			// A person's edit was checked when it was recorded; it is
+			// checked again against this program and policy, since
+			// what the store says is no authority.
+			if _, err := d.r.CheckEdit(e, d.st.Config.WorkDir, e.ApprovedArguments); err != nil {
+				if err := d.completeEntry(ctx, e, false, "error: the arguments a person approved this call with do not pass the checks now, so it was not executed: "+err.Error(), "refused", false); err != nil {
+					return stepStop, err
+				}
+				continue
+			}
 		}
 		if t.Sandbox {
 			if err := d.sandboxAvailable(); err != nil {
@@ -156,17 +168,22 @@ func (d *driver) sandboxAvailable() error {
 	return d.r.sandboxOK()
 }
 
-// deny completes a call the operator refused, without executing it.
+// deny completes a call the operator or a policy rule refused, without
+// executing it.
 func (d *driver) deny(ctx context.Context, e *state.JournalEntry) error {
 	now := d.r.now().UTC()
 	e.Stage = state.StageCompleted
 	e.Outcome = "denied"
 	e.Success = false
 	e.Result = "denied by the operator"
+	if rule, ok := strings.CutPrefix(e.DecidedBy, PolicyPrefix); ok {
+		e.Result = "denied by policy rule " + rule
+	}
 	if e.Reason != "" {
 		e.Result += ": " + e.Reason
 	}
 	e.CompletedAt = &now
+	d.st.Usage.RefusedCalls++
 	if err := d.saveResult(ctx, e); err != nil {
 		return err
 	}
@@ -221,7 +238,7 @@ func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *ir.Tool)
 		RunID:     d.st.ID,
 		CallID:    e.CallID,
 		Tool:      t,
-		Arguments: e.Arguments,
+		Arguments: e.RunArguments(),
 		WorkDir:   d.st.Config.WorkDir,
 		Secrets:   d.r.secrets,
 		Timeout:   timeout,
@@ -242,6 +259,9 @@ func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *ir.Tool)
 	// A known result is held for the drive's next write: the started of
 	// the reply's next call, or the write that closes the round or stops
 	// the run (runCalls), whichever comes first (docs/runs.md).
+	if e.ApprovedArguments != nil {
+		out.Output = editNote(e) + out.Output
+	}
 	switch {
 	case err == nil:
 		outcome := "ok"

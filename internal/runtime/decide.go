@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -19,12 +20,18 @@ type Decision struct {
 	// lifecycle calls fill a zero At with their clock.
 	By string
 	At time.Time
+	// Args, when set, are the arguments the person approves the call
+	// with instead of the model's (an approval only): they are checked
+	// as the model's were (EditChecker) before anything is recorded.
+	Args json.RawMessage
 }
 
 // ApplyDecisions records decisions in st and returns the rows to save. All
 // decisions are checked before any is applied, so a refusal changes nothing:
-// the run must be waiting for approval and every call must be pending in it.
-func ApplyDecisions(st *state.RunState, ds []Decision) (state.Delta, error) {
+// the run must be waiting for approval and every call must be pending in it
+// (not expired at the decision's time). Edited arguments need check; a nil
+// check refuses them.
+func ApplyDecisions(st *state.RunState, ds []Decision, check EditChecker) (state.Delta, error) {
 	if len(ds) == 0 {
 		return state.Delta{}, nil
 	}
@@ -46,6 +53,26 @@ func ApplyDecisions(st *state.RunState, ds []Decision) (state.Delta, error) {
 		if !e.Pending() {
 			return state.Delta{}, refuse(CodeNotPending, "call %s of run %s is not pending approval (%s); no decision was recorded%s", d.CallID, st.ID, describeEntry(e), pendingHint(st))
 		}
+		if !d.At.IsZero() && e.Expired(d.At) {
+			return state.Delta{}, refuse(CodeNotPending, "call %s of run %s expired at %s without a decision; no decision was recorded (a resume answers it to the model as expired)", d.CallID, st.ID, e.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+	}
+	edited := map[string]json.RawMessage{}
+	for _, d := range ds {
+		if d.Args == nil {
+			continue
+		}
+		if !d.Approve {
+			return state.Delta{}, refuse(CodeUsage, "edited arguments go with an approval; call %s is denied, so no decision was recorded", d.CallID)
+		}
+		if check == nil {
+			return state.Delta{}, refuse(CodeInvalidEdit, "edited arguments for call %s cannot be checked here (the run's program is not at hand); no decision was recorded", d.CallID)
+		}
+		norm, err := check.CheckEdit(st.Entry(d.CallID), st.Config.WorkDir, d.Args)
+		if err != nil {
+			return state.Delta{}, err
+		}
+		edited[d.CallID] = norm
 	}
 	var delta state.Delta
 	for _, d := range ds {
@@ -58,6 +85,13 @@ func ApplyDecisions(st *state.RunState, ds []Decision) (state.Delta, error) {
 			at := d.At.UTC()
 			e.DecidedAt = &at
 		}
+		if norm, ok := edited[d.CallID]; ok {
+			e.ApprovedArguments = norm
+			e.EditedBy = d.By
+			if e.EditedBy == "" {
+				e.EditedBy = "an operator"
+			}
+		}
 		delta.Journal = append(delta.Journal, *e)
 	}
 	return delta, nil
@@ -65,6 +99,8 @@ func ApplyDecisions(st *state.RunState, ds []Decision) (state.Delta, error) {
 
 func describeEntry(e *state.JournalEntry) string {
 	switch {
+	case e.Stage == state.StageCompleted && e.Outcome == "expired":
+		return "its wait for a decision expired"
 	case e.Stage == state.StageCompleted:
 		return "it is completed: " + e.Outcome
 	case e.Stage == state.StageStarted:
@@ -151,6 +187,8 @@ type ResumeRequest struct {
 	WorkDir    string
 	// MCPServers are the servers as connected by this process.
 	MCPServers []state.MCPServer
+	// Policy is the policy this process was given (--policy), or nil.
+	Policy *state.PolicyRef
 }
 
 // CheckResume applies runtime.md section 5 before anything is written and
@@ -166,6 +204,9 @@ func CheckResume(st *state.RunState, req ResumeRequest) error {
 	}
 	if req.SourceHash != c.SourceHash {
 		return refuse(CodeSourceChanged, "the program changed since run %s started (source hash %s, run has %s); restore the original sources or start a new run", st.ID, req.SourceHash, c.SourceHash)
+	}
+	if err := samePolicy(st, c.Policy, req.Policy); err != nil {
+		return err
 	}
 	if req.Provider != c.Provider {
 		return refuse(CodeProviderChanged, "run %s uses provider %s; this resume resolves to %s", st.ID, describeProvider(c.Provider), describeProvider(req.Provider))
@@ -190,6 +231,22 @@ func CheckResume(st *state.RunState, req ResumeRequest) error {
 	}
 	if req.WorkDir != c.WorkDir {
 		return refuse(CodeWorkDirChanged, "run %s works in %s; resume it from that directory (this one is %s)", st.ID, c.WorkDir, req.WorkDir)
+	}
+	return nil
+}
+
+// samePolicy refuses a resume under another policy than the run's: the
+// rules decided its earlier calls, and will decide its next ones.
+func samePolicy(st *state.RunState, had, given *state.PolicyRef) error {
+	switch {
+	case had == nil && given == nil:
+		return nil
+	case had == nil:
+		return refuse(CodePolicyChanged, "run %s was started without a policy; a resume cannot add one (drop --policy and NEXA_POLICY, or start a new run)", st.ID)
+	case given == nil:
+		return refuse(CodePolicyChanged, "run %s was started under policy %s (%s); resume it with --policy naming that policy", st.ID, had.Path, had.Hash)
+	case had.Hash != given.Hash:
+		return refuse(CodePolicyChanged, "the policy changed since run %s started (%s has %s, the run has %s from %s); restore the original policy or start a new run", st.ID, given.Path, given.Hash, had.Hash, had.Path)
 	}
 	return nil
 }

@@ -35,8 +35,16 @@ const (
 	// creates one); nexa agent --resume reports it as run_not_found.
 	CodeNoStore   = "no_store"
 	CodeToolClash = "tool_name_clash"
-	CodeMCPError  = "mcp_error"
-	CodeInternal  = "internal_error"
+	// CodePolicyChanged: a resume names another policy than the run was
+	// started under (or none); CodeInvalidEdit: arguments a person edited
+	// failed the checks the model's pass, and nothing was recorded.
+	CodePolicyChanged = "policy_changed"
+	// CodePolicy: the policy file named by --policy or NEXA_POLICY cannot
+	// be read or is not a valid policy; nothing was run.
+	CodePolicy      = "policy_error"
+	CodeInvalidEdit = "invalid_edit"
+	CodeMCPError    = "mcp_error"
+	CodeInternal    = "internal_error"
 )
 
 // Error is an error a user sees: a stable code and a message written for a

@@ -248,19 +248,28 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 		}
 		return run, nil
 	}
+	// What the store says of calls that have not run is no authority:
+	// the program and the policy decide again which need a person, and
+	// waits that ran out expire, before any decision is applied.
+	now := r.now()
+	changed := r.rederive(run, now)
+	changed = append(changed, ExpireApprovals(run, now)...)
 	if len(o.Decisions) > 0 {
-		ds := stamp(o.Decisions, r.now())
-		delta, err := ApplyDecisions(run, ds)
+		ds := stamp(o.Decisions, now)
+		delta, err := ApplyDecisions(run, ds, r)
 		if err != nil {
 			return refusedWhole(ctx, r.store, run, ds, err)
 		}
+		changed = append(changed, delta.Journal...)
+	}
+	if len(changed) > 0 {
 		// The run continues at once, so this save does not stop it: it
 		// marks the run as being driven, as the loop's first save would
 		// (a crash from here on leaves a resumable running run with the
 		// decisions recorded). A save that stops a run makes the store
 		// check the whole file (docs/runs.md); this one need not.
 		run.Status, run.Error = state.StatusRunning, nil
-		if err := r.store.Save(ctx, run, delta); err != nil {
+		if err := r.store.Save(ctx, run, state.Delta{Journal: lastOfEach(changed)}); err != nil {
 			return run, storeError(run.ID, err)
 		}
 	}
@@ -280,9 +289,48 @@ func Decide(ctx context.Context, s state.Store, runID string, ds []Decision) (*s
 // decision is refused with checkpoint_conflict instead of being recorded
 // against a run the person did not see. Revision 0 skips that check.
 func DecideAtRevision(ctx context.Context, s state.Store, runID string, revision int64, ds []Decision) (*state.RunState, error) {
+	return DecideChecked(ctx, s, runID, revision, ds, nil)
+}
+
+// DecideChecked is DecideAtRevision for decisions that may carry edited
+// arguments: check is built for the run (RunChecker) and checks them
+// before anything is recorded. Calls whose wait ran out are recorded as
+// expired in the same write.
+func DecideChecked(ctx context.Context, s state.Store, runID string, revision int64, ds []Decision, check func(*state.RunState) (EditChecker, error)) (*state.RunState, error) {
 	return operatorWrite(ctx, s, runID, revision, func(st *state.RunState) (state.Delta, error) {
-		return ApplyDecisions(st, stamp(ds, time.Now()))
+		now := time.Now()
+		expired := ExpireApprovals(st, now)
+		var ec EditChecker
+		if check != nil && slices.ContainsFunc(ds, func(d Decision) bool { return d.Args != nil }) {
+			c, err := check(st)
+			if err != nil {
+				return state.Delta{}, err
+			}
+			ec = c
+		}
+		d, err := ApplyDecisions(st, stamp(ds, now), ec)
+		if err != nil {
+			return d, err
+		}
+		d.Journal = lastOfEach(append(expired, d.Journal...))
+		return d, nil
 	})
+}
+
+// lastOfEach keeps the last version of each call's entry, in first-seen
+// order: one save writes each row once.
+func lastOfEach(es []state.JournalEntry) []state.JournalEntry {
+	at := map[string]int{}
+	var out []state.JournalEntry
+	for _, e := range es {
+		if i, ok := at[e.CallID]; ok {
+			out[i] = e
+			continue
+		}
+		at[e.CallID] = len(out)
+		out = append(out, e)
+	}
+	return out
 }
 
 // stamp fills the time of decisions that carry none.
@@ -417,7 +465,7 @@ func refusedWhole(ctx context.Context, s state.Store, run *state.RunState, ds []
 		return run, err
 	}
 	whole.Lease = run.Lease
-	if _, werr := ApplyDecisions(whole, ds); werr != nil {
+	if _, werr := ApplyDecisions(whole, ds, nil); werr != nil {
 		return whole, werr
 	}
 	return run, err

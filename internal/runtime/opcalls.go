@@ -19,6 +19,9 @@ type PendingCall struct {
 	RiskLevel        string          `json:"risk_level"`
 	RequiresApproval bool            `json:"requires_approval"`
 	Sandbox          bool            `json:"sandbox"`
+	// ExpiresAt is when the call stops waiting (approval_timeout,
+	// --approval-timeout); absent when it waits as long as the run.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
 // UnknownCall is a call whose execution began and whose result was never
@@ -41,11 +44,11 @@ func OperatorCalls(st *state.RunState) ([]PendingCall, []UnknownCall) {
 		for _, id := range PendingCallIDs(st) {
 			e := st.Entry(id)
 			pending = append(pending, PendingCall{CallID: e.CallID, Tool: e.Tool, Arguments: e.Arguments,
-				Description: e.Description, RiskLevel: e.Risk, RequiresApproval: true, Sandbox: e.Sandbox})
+				Description: e.Description, RiskLevel: e.Risk, RequiresApproval: true, Sandbox: e.Sandbox, ExpiresAt: e.ExpiresAt})
 		}
 	}
 	for _, e := range UnknownCalls(st) {
-		unknown = append(unknown, UnknownCall{CallID: e.CallID, Tool: e.Tool, Arguments: e.Arguments, StartedAt: e.StartedAt})
+		unknown = append(unknown, UnknownCall{CallID: e.CallID, Tool: e.Tool, Arguments: e.RunArguments(), StartedAt: e.StartedAt})
 	}
 	return pending, unknown
 }

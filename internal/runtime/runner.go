@@ -38,6 +38,7 @@ type Runner struct {
 	leaseTTL   time.Duration
 	exposed    map[string]*ir.Tool
 	schemas    *schemaSet
+	rules      Rules
 }
 
 // ToolLog receives what tools print during a run; Close is called when the
@@ -87,6 +88,8 @@ type Config struct {
 	// every LeaseTTL/3); the package's LeaseTTL when zero. Tests shorten
 	// it.
 	LeaseTTL time.Duration
+	// Rules are the policy rules of --policy; nil when none was named.
+	Rules Rules
 }
 
 // NewRunner checks the configuration and prepares schema validators for the
@@ -95,6 +98,21 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Program == nil || cfg.Agent == nil || cfg.Store == nil || cfg.Provider == nil {
 		return nil, errors.New("runtime: program, agent, store and provider are required")
 	}
+	return newRunner(cfg)
+}
+
+// NewEditChecker checks edited arguments for runs of cfg's program and
+// agent (Program and Agent are required; Executors, Rules and ExtraTools
+// are used when set) without being able to drive a run: what nexa runs
+// approve and nexa serve use to check an edit before they record it.
+func NewEditChecker(cfg Config) (EditChecker, error) {
+	if cfg.Program == nil || cfg.Agent == nil {
+		return nil, errors.New("runtime: program and agent are required")
+	}
+	return newRunner(cfg)
+}
+
+func newRunner(cfg Config) (*Runner, error) {
 	r := &Runner{
 		prog:      cfg.Program,
 		agent:     cfg.Agent,
@@ -112,6 +130,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		exposed:   map[string]*ir.Tool{},
 		owner:     cfg.Owner,
 		leaseTTL:  cfg.LeaseTTL,
+		rules:     cfg.Rules,
 	}
 	if r.leaseTTL <= 0 {
 		r.leaseTTL = LeaseTTL
@@ -176,6 +195,9 @@ type NewRun struct {
 	// ResumeFlags are recorded in the run for resume hints
 	// (state.Config.ResumeFlags).
 	ResumeFlags []string
+	// ApprovalTimeout bounds how long any call may wait for a decision
+	// (--approval-timeout); zero leaves it to the tools' settings.
+	ApprovalTimeout time.Duration
 }
 
 // DeadlineFor is the deadline of a run started at now: now plus timeout (the
@@ -221,6 +243,9 @@ func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) 
 			WorkDir:     nr.WorkDir,
 			MCPServers:  r.mcpServers,
 			ResumeFlags: nr.ResumeFlags,
+			Policy:      r.policyRef(),
+			// Rounded up: a bound is never shortened.
+			ApprovalTimeout: state.Seconds((nr.ApprovalTimeout + time.Second - 1) / time.Second),
 		},
 		Task:  nr.Task,
 		Lease: &state.Lease{Owner: r.owner, TTL: r.leaseTTL},
@@ -711,12 +736,14 @@ func safeID(id string) bool {
 }
 
 // journalCalls records every call of a reply. Calls that may never execute
-// (unexposed tool, invalid arguments) are completed at once with the reason,
-// so the model learns what was wrong.
+// (unexposed tool, invalid arguments, beyond MaxCallsPerReply) are
+// completed at once with the reason, so the model learns what was wrong.
+// The others get what the program and the policy say of them: whether a
+// person must decide, or a rule's decision.
 func (d *driver) journalCalls(msg state.Message, turn int) []state.JournalEntry {
 	now := d.r.now().UTC()
 	var out []state.JournalEntry
-	for _, c := range msg.ToolCalls {
+	for i, c := range msg.ToolCalls {
 		e := state.JournalEntry{
 			CallID:    c.ID,
 			Tool:      c.Name,
@@ -725,8 +752,13 @@ func (d *driver) journalCalls(msg state.Message, turn int) []state.JournalEntry 
 			Stage:     state.StageNotStarted,
 			CreatedAt: now,
 		}
-		args, reason := d.r.checkCall(c)
-		if reason == "" {
+		var (
+			args   json.RawMessage
+			reason string
+		)
+		if i >= MaxCallsPerReply {
+			reason = fmt.Sprintf("error: the reply asked for %d tool calls; nexa runs at most %d calls of one reply, so call %s was not executed; ask for fewer calls at a time", len(msg.ToolCalls), MaxCallsPerReply, c.ID)
+		} else if args, reason = d.r.checkCall(c); reason == "" {
 			reason = d.precheck(c, args)
 		}
 		if reason != "" {
@@ -741,10 +773,9 @@ func (d *driver) journalCalls(msg state.Message, turn int) []state.JournalEntry 
 			e.Arguments = args
 			e.Valid = true
 			t := d.r.exposed[c.Name]
-			e.NeedsApproval = t.NeedsApproval()
-			e.Risk = t.Risk
 			e.Description = t.Description
 			e.Sandbox = t.Sandbox
+			d.r.applyApproval(&e, t, d.st.Config, now)
 		}
 		d.st.Journal = append(d.st.Journal, e)
 		d.callIdx[e.CallID] = len(d.st.Journal) - 1
@@ -894,4 +925,13 @@ func (d *driver) saveClosing(ctx context.Context, delta state.Delta) error {
 		failpoint.Hit("after-tool-messages")
 	}
 	return nil
+}
+
+// policyRef is what a new run records of its policy, or nil.
+func (r *Runner) policyRef() *state.PolicyRef {
+	if r.rules == nil {
+		return nil
+	}
+	ref := r.rules.Ref()
+	return &ref
 }

@@ -184,6 +184,7 @@ type harness struct {
 	exec  *countingExec
 	prog  *ir.Program
 	now   time.Time
+	rules Rules
 }
 
 func newHarness(t *testing.T, turns ...state.Message) *harness {
@@ -196,6 +197,7 @@ func (h *harness) runner() *Runner {
 		Program: h.prog, Agent: h.prog.Agents[0], Store: h.store, Provider: h.prov,
 		Executors: map[ir.BodyKind]Executor{ir.BodyPython: h.exec},
 		Now:       func() time.Time { return h.now },
+		Rules:     h.rules,
 	})
 	if err != nil {
 		h.t.Fatal(err)
@@ -224,7 +226,7 @@ func (h *harness) resume(id string, ds ...Decision) (*state.RunState, error) {
 		h.t.Fatal(err)
 	}
 	if len(ds) > 0 {
-		delta, err := ApplyDecisions(st, ds)
+		delta, err := ApplyDecisions(st, ds, nil)
 		if err != nil {
 			return st, err
 		}
@@ -449,7 +451,7 @@ func TestDecisionRefusalsWriteNothing(t *testing.T) {
 		{{CallID: "c1", Approve: true}, {CallID: "c1", Approve: false}},
 	} {
 		before := clone(st)
-		_, err := ApplyDecisions(st, ds)
+		_, err := ApplyDecisions(st, ds, nil)
 		e, ok := AsError(err)
 		if !ok || !e.Refusal {
 			t.Fatalf("decisions %+v: err %v, want a refusal", ds, err)
@@ -462,7 +464,7 @@ func TestDecisionRefusalsWriteNothing(t *testing.T) {
 	}
 	// A run that is not waiting refuses decisions.
 	st, _ = h.resume(st.ID, Decision{CallID: "c1", Approve: true})
-	if _, err := ApplyDecisions(st, []Decision{{CallID: "c1", Approve: true}}); err == nil {
+	if _, err := ApplyDecisions(st, []Decision{{CallID: "c1", Approve: true}}, nil); err == nil {
 		t.Fatal("decision on a completed run accepted")
 	}
 }
@@ -481,7 +483,7 @@ func TestDeadlinePassedWhileWaiting(t *testing.T) {
 	}
 	// Even an approved call does not run once the deadline has passed.
 	st2, _ := h.store.Load(context.Background(), st.ID)
-	if _, err := ApplyDecisions(st2, []Decision{{CallID: "c1", Approve: true}}); err != nil {
+	if _, err := ApplyDecisions(st2, []Decision{{CallID: "c1", Approve: true}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	st2, err := h.runner().Continue(context.Background(), st2)
@@ -519,8 +521,8 @@ func TestTwoExecutorsRacingExecuteOnce(t *testing.T) {
 	st := h.start(NewRun{})
 	a, _ := h.store.Load(context.Background(), st.ID)
 	b, _ := h.store.Load(context.Background(), st.ID)
-	da, _ := ApplyDecisions(a, []Decision{{CallID: "c1", Approve: true}})
-	db, _ := ApplyDecisions(b, []Decision{{CallID: "c1", Approve: true}})
+	da, _ := ApplyDecisions(a, []Decision{{CallID: "c1", Approve: true}}, nil)
+	db, _ := ApplyDecisions(b, []Decision{{CallID: "c1", Approve: true}}, nil)
 	errA := h.store.Save(context.Background(), a, da)
 	errB := h.store.Save(context.Background(), b, db)
 	var ce *state.ConflictError

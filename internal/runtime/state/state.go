@@ -106,6 +106,13 @@ type Config struct {
 	// Deadline is start time + timeout; nil when the run has none.
 	Deadline *time.Time `json:"deadline,omitempty"`
 	WorkDir  string     `json:"work_dir"`
+	// Policy names the policy file (--policy) whose rules decided calls of
+	// the run, by its content's hash: a resume under another policy is
+	// refused, as one under changed sources is. Nil when none was named.
+	Policy *PolicyRef `json:"policy,omitempty"`
+	// ApprovalTimeout bounds how long any call of the run may wait for a
+	// decision (--approval-timeout); zero means no bound but the tool's.
+	ApprovalTimeout Seconds `json:"approval_timeout,omitempty"`
 	// MCPServers are the MCP servers whose tools the run exposes, with a
 	// hash of their tool schemas when the run started: a resume refuses
 	// when a server now offers different tools.
@@ -116,6 +123,20 @@ type Config struct {
 	// advice for people; the resume check compares Provider.
 	ResumeFlags []string `json:"resume_flags,omitempty"`
 }
+
+// PolicyRef identifies the policy a run was started under. Path is where
+// it was read (absolute), for messages and for checking an edited
+// approval; Hash is what a resume compares.
+type PolicyRef struct {
+	Path string `json:"path"`
+	Hash string `json:"hash"`
+}
+
+// Seconds is a duration kept in whole seconds in the store and in JSON.
+type Seconds int64
+
+// Duration is s as a time.Duration.
+func (s Seconds) Duration() time.Duration { return time.Duration(s) * time.Second }
 
 // MCPServer identifies one MCP server of a run and the tools it offered.
 type MCPServer struct {
@@ -130,6 +151,10 @@ type Usage struct {
 	TotalTokens      int `json:"total_tokens"`
 	ProviderRequests int `json:"provider_requests"`
 	ToolCalls        int `json:"tool_calls"`
+	// RefusedCalls counts the calls completed as denied (by a person or
+	// a policy rule) or expired, so a reader of a long run knows whether
+	// any are among the calls it did not load.
+	RefusedCalls int `json:"refused_calls,omitempty"`
 }
 
 // Add accumulates another usage record into u.
@@ -139,6 +164,7 @@ func (u *Usage) Add(o Usage) {
 	u.TotalTokens += o.TotalTokens
 	u.ProviderRequests += o.ProviderRequests
 	u.ToolCalls += o.ToolCalls
+	u.RefusedCalls += o.RefusedCalls
 }
 
 // Roles of a provider-neutral message.
@@ -207,15 +233,27 @@ type JournalEntry struct {
 	// does.
 	Description string `json:"description,omitempty"`
 	Sandbox     bool   `json:"sandbox,omitempty"`
-	// Decision is nil while pending; only an operator writes it.
+	// Decision is nil while pending; only an operator, or a policy rule
+	// the operator wrote, writes it.
 	Decision *bool  `json:"decision,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 	// DecidedBy and DecidedAt say who recorded the decision and when, so
 	// an audit of a run names the person behind every approval: the
 	// operator's name given to nexa serve (a token's name or --user), or
-	// NEXA_USER (else the account) on a command line.
+	// NEXA_USER (else the account) on a command line, or
+	// "policy:<rule name>" for a decision of a policy rule.
 	DecidedBy string     `json:"decided_by,omitempty"`
 	DecidedAt *time.Time `json:"decided_at,omitempty"`
+	// ApprovedArguments are the arguments a person approved the call
+	// with when they edited the model's (Arguments stays what the model
+	// proposed); the tool runs with them. EditedBy names that person.
+	ApprovedArguments json.RawMessage `json:"approved_arguments,omitempty"`
+	EditedBy          string          `json:"edited_by,omitempty"`
+	// ExpiresAt is when a pending call stops waiting for a decision
+	// (approval_timeout, --approval-timeout); at or after it the call is
+	// completed with outcome "expired" by whichever process next touches
+	// the run. Nil when the wait is unbounded.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	// Result and Success are set when Stage is completed.
 	Result  string `json:"result,omitempty"`
 	Success bool   `json:"success"`
@@ -224,8 +262,8 @@ type JournalEntry struct {
 	// for the same audit as DecidedBy: a guess about an external effect
 	// has an author.
 	ResolvedBy string `json:"resolved_by,omitempty"`
-	// Outcome says how the entry completed: executed, denied, refused,
-	// resolved, reused.
+	// Outcome says how the entry completed: executed, denied, expired,
+	// refused, resolved, reused.
 	Outcome     string     `json:"outcome,omitempty"`
 	Sandboxed   bool       `json:"sandboxed"`
 	Attempts    int        `json:"attempts,omitempty"`
@@ -243,6 +281,21 @@ type JournalEntry struct {
 // Pending reports whether the entry waits for an operator's decision.
 func (e *JournalEntry) Pending() bool {
 	return e.Stage == StageNotStarted && e.NeedsApproval && e.Decision == nil
+}
+
+// Expired reports whether a pending entry's wait for a decision has run
+// out at now (see ExpiresAt).
+func (e *JournalEntry) Expired(now time.Time) bool {
+	return e.Pending() && e.ExpiresAt != nil && !now.Before(*e.ExpiresAt)
+}
+
+// RunArguments are the arguments the call executes with: the approved
+// edit when a person made one, else the model's.
+func (e *JournalEntry) RunArguments() json.RawMessage {
+	if e.ApprovedArguments != nil {
+		return e.ApprovedArguments
+	}
+	return e.Arguments
 }
 
 // RunError is the stable error object of the CLI's JSON output.
