@@ -42,6 +42,8 @@ type agentFlags struct {
 	maxTokens    int
 	output       string
 	quiet        bool
+	policy       string
+	approvalWait string
 
 	// stdout guards the one JSON object: the second-signal handler and
 	// the normal end of the command race to print it, and only one may.
@@ -91,6 +93,8 @@ Exit codes: 0 completed, 1 failed, 2 usage or input error (nothing written),
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "budget: most total tokens in the run (0: unlimited)")
 	fl.StringVar(&f.output, "output", "json", "what stdout carries: json or text")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress on stderr")
+	fl.StringVar(&f.policy, "policy", "", "policy `FILE` of rules that allow, deny or ask about tool calls (or NEXA_POLICY)")
+	fl.StringVar(&f.approvalWait, "approval-timeout", "", "how long a call may wait for a decision before it expires: seconds or a duration like 2h")
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return agentUsageError(e, &f, fmt.Sprintf("%v (see 'nexa agent --help')", err))
 	})
@@ -166,6 +170,28 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		}
 		timeout = d
 	}
+	var approvalWait time.Duration
+	if f.approvalWait != "" {
+		if f.resume != "" {
+			return agentUsageError(e, f, "--approval-timeout is fixed when a run starts; a resume keeps the run's (omit --approval-timeout)")
+		}
+		d, err := duration.Parse(f.approvalWait)
+		if err != nil || d <= 0 {
+			return agentUsageError(e, f, fmt.Sprintf("--approval-timeout takes %s (positive), not %q", duration.Forms, f.approvalWait))
+		}
+		approvalWait = d
+	}
+	var rules runtime.Rules
+	if p := f.policy; p != "" || e.getenv("NEXA_POLICY") != "" {
+		if p == "" {
+			p = e.getenv("NEXA_POLICY")
+		}
+		r, err := loadRules(p)
+		if err != nil {
+			return agentFailure(e, f, ExitUsage, runtime.CodePolicy, fmt.Sprintf("policy %s: %v", p, err))
+		}
+		rules = r
+	}
 
 	if fi, err := os.Stat(file); err != nil {
 		return agentFailure(e, f, ExitUsage, runtime.CodeUsage, fmt.Sprintf("cannot read %s: %v", file, errors.Unwrap(err)))
@@ -224,7 +250,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	defer display.close()
 	if f.resume != "" && !runtime.ValidRunID(f.resume) {
 		return finishAgent(e, c, f, nil, nil, file, &runtime.Error{Code: runtime.CodeRunNotFound, Refusal: true,
-			Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", f.resume)}, sec)
+			Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", f.resume)}, sec, nil)
 	}
 	var (
 		st  storeHandle
@@ -318,6 +344,8 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		NoStream:         f.noStream,
 		Redact:           sec.redact,
 		LeaseTTL:         testLeaseTTL(e),
+		Rules:            rules,
+		Now:              testClock(e),
 	})
 	if err != nil {
 		code, rerr := exitCodeForError(err)
@@ -331,9 +359,15 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 			ID: runID, Task: args[2], File: file, WorkDir: wd, Deadline: deadline,
 			Budgets:     state.Budgets{MaxTurns: f.maxTurns, MaxToolCalls: f.maxToolCalls, MaxTokens: f.maxTokens},
 			ResumeFlags: providerFlags(c),
+
+			ApprovalTimeout: approvalWait,
 		})
 	} else {
 		o := resumeOptions(c, f, prog, agentName, prov.identity, wd, timeout, records, decider(e))
+		if rules != nil {
+			ref := rules.Ref()
+			o.Request.Policy = &ref
+		}
 		o.Preloaded = pre
 		run, err = runner.Resume(ctx, o)
 		if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeRunNotFound {
@@ -341,7 +375,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		}
 	}
 	display.close()
-	return finishAgent(e, c, f, run, tools.lookup(prog), file, err, sec)
+	return finishAgent(e, c, f, run, tools.lookup(prog), file, err, sec, st)
 }
 
 // resumeOptions maps the flags of a resume to the runtime's options; the
@@ -369,7 +403,10 @@ func resumeOptions(c *cobra.Command, f *agentFlags, prog *ir.Program, agentName 
 }
 
 // finishAgent prints the result object and picks the exit code.
-func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, tool func(string) *ir.Tool, file string, err error, sec *secretSet) error {
+//
+// s is the run's store, when one is open: the list of denied calls of a
+// long run may need calls the drive did not load.
+func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, tool func(string) *ir.Tool, file string, err error, sec *secretSet, s state.Store) error {
 	code := ExitOK
 	var res *runResult
 	if err != nil {
@@ -407,6 +444,9 @@ func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, t
 		}
 		code = exitCodeFor(run.Status)
 	}
+	if run != nil && s != nil && run.Usage.RefusedCalls > len(res.DeniedCalls) {
+		res.DeniedCalls = runtime.DeniedCalls(context.Background(), s, run)
+	}
 	f.stdout.do(func() {
 		if f.output == "text" {
 			printTextResult(e.stdout, res)
@@ -433,6 +473,17 @@ func testLeaseTTL(e *env) time.Duration {
 		return 0
 	}
 	return d
+}
+
+// testClock is the clock of a run: the wall clock, moved by the test-only
+// NEXA_TEST_CLOCK_OFFSET (a Go duration) so that a story can let an
+// approval's wait run out without waiting for it.
+func testClock(e *env) func() time.Time {
+	d, err := time.ParseDuration(e.getenv("NEXA_TEST_CLOCK_OFFSET"))
+	if err != nil || d == 0 {
+		return time.Now
+	}
+	return func() time.Time { return time.Now().Add(d) }
 }
 
 // parseTimeout reads --timeout: a positive duration of package duration

@@ -196,6 +196,12 @@ func statusColor(s string) color.Attribute {
 // printNextSteps ends a waiting or unknown run with the exact commands to
 // continue it.
 func printNextSteps(e *env, r *runResult) {
+	if n := len(r.DeniedCalls); n > 0 {
+		fmt.Fprintf(e.stderr, "\n%d call(s) were not executed:\n", n)
+		for _, c := range r.DeniedCalls {
+			fmt.Fprintf(e.stderr, "  %s  %s  %s%s\n", c.CallID, c.Tool, c.Outcome, deniedWhy(c))
+		}
+	}
 	if len(r.Resume) == 0 {
 		return
 	}
@@ -262,6 +268,9 @@ func printTextResult(w io.Writer, r *runResult) {
 	for _, c := range r.UnknownCalls {
 		fmt.Fprintf(w, "unknown: %s %s %s\n", c.CallID, c.Tool, compactJSON(c.Arguments, 500))
 	}
+	for _, c := range r.DeniedCalls {
+		fmt.Fprintf(w, "%-8s %s %s%s\n", c.Outcome+":", c.CallID, c.Tool, deniedWhy(c))
+	}
 	if len(r.Output) > 0 && string(r.Output) != "null" {
 		var s string
 		if err := jsonUnmarshalString(r.Output, &s); err == nil {
@@ -285,4 +294,16 @@ func (p *progressPrinter) retrying(attempt int, err error, delay time.Duration) 
 	p.stopSpinner()
 	p.line(fmt.Sprintf("%s model request failed (%v); retry %d in %s", p.sprint(color.FgYellow, "↻"), err, attempt, seconds(delay)))
 	p.startSpinner(fmt.Sprintf("asking the model (retry %d)", attempt))
+}
+
+// deniedWhy says who refused a call and why, for one line.
+func deniedWhy(c runtime.DeniedCall) string {
+	s := ""
+	if c.DecidedBy != "" {
+		s += " by " + c.DecidedBy
+	}
+	if c.Reason != "" {
+		s += ": " + c.Reason
+	}
+	return s
 }

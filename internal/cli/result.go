@@ -27,15 +27,18 @@ type runResult struct {
 	Output       json.RawMessage       `json:"output"`
 	PendingCalls []runtime.PendingCall `json:"pending_calls"`
 	UnknownCalls []runtime.UnknownCall `json:"unknown_calls"`
-	Usage        *state.Usage          `json:"usage,omitempty"`
-	Deadline     *time.Time            `json:"deadline"`
-	Error        *state.RunError       `json:"error"`
-	Resume       map[string]string     `json:"resume,omitempty"`
+	// DeniedCalls are the calls the run did not execute because a person
+	// or a policy rule refused them, or their wait expired.
+	DeniedCalls []runtime.DeniedCall `json:"denied_calls"`
+	Usage       *state.Usage         `json:"usage,omitempty"`
+	Deadline    *time.Time           `json:"deadline"`
+	Error       *state.RunError      `json:"error"`
+	Resume      map[string]string    `json:"resume,omitempty"`
 }
 
 // errorResult is the object printed when no run exists (run_id null).
 func errorResult(code, msg string) *runResult {
-	return &runResult{Output: json.RawMessage("null"), PendingCalls: []runtime.PendingCall{}, UnknownCalls: []runtime.UnknownCall{}, Error: &state.RunError{Code: code, Message: msg}}
+	return &runResult{Output: json.RawMessage("null"), PendingCalls: []runtime.PendingCall{}, UnknownCalls: []runtime.UnknownCall{}, DeniedCalls: []runtime.DeniedCall{}, Error: &state.RunError{Code: code, Message: msg}}
 }
 
 // resultOf renders a run for the CLI. tool finds a tool's declaration
@@ -61,6 +64,7 @@ func resultOf(st *state.RunState, tool func(string) *ir.Tool, file, flags string
 		r.Output = json.RawMessage("null")
 	}
 	r.PendingCalls, r.UnknownCalls = runtime.OperatorCalls(st)
+	r.DeniedCalls = runtime.DeniedCalls(context.Background(), nil, st)
 	if tool != nil {
 		// The program being run is the authority on its tools; the
 		// journal's copy of their metadata is what the run recorded.

@@ -193,6 +193,10 @@ pending calls and calls whose outcome is unknown are always shown in full.`,
 			if err != nil {
 				return err
 			}
+			// A wait that ran out is shown as expired; the next process
+			// that holds the run records it (the same entry, from the
+			// stored expiry).
+			runtime.ExpireApprovals(st, testClock(e)())
 			w := bufio.NewWriterSize(e.stdout, 64<<10)
 			defer w.Flush()
 			if asJSON {
@@ -242,9 +246,10 @@ func showView(st *state.RunState, flags string, tail *tailView) any {
 		*state.RunState
 		PendingCalls []runtime.PendingCall `json:"pending_calls"`
 		UnknownCalls []runtime.UnknownCall `json:"unknown_calls"`
+		DeniedCalls  []runtime.DeniedCall  `json:"denied_calls"`
 		Resume       map[string]string     `json:"resume,omitempty"`
 		Tail         *tailView             `json:"tail,omitempty"`
-	}{st, res.PendingCalls, res.UnknownCalls, res.Resume, tail}
+	}{st, res.PendingCalls, res.UnknownCalls, res.DeniedCalls, res.Resume, tail}
 }
 
 func printRun(e *env, st *state.RunState, flags string, om state.Omitted) {
@@ -329,11 +334,21 @@ func printRun(e *env, st *state.RunState, flags string, om state.Omitted) {
 }
 
 func newRunsApproveCmd(e *env, open storeOpener, hints hintFlagger) *cobra.Command {
-	var approved, reason string
+	var approved, reason, argsFlag string
 	cmd := &cobra.Command{
-		Use:   "approve RUN_ID CALL_ID --approved=true|false",
+		Use:   "approve RUN_ID CALL_ID --approved=true|false [--args JSON|@FILE]",
 		Short: "Record a decision on a pending call without resuming the run",
-		Args:  cobra.ExactArgs(2),
+		Long: `Record a decision on a pending call without resuming the run.
+
+With --args the call is approved with these arguments instead of the model's.
+They are checked as the model's were (the tool's schema, std.fs confinement,
+the policy's deny rules) against the run's program before anything is
+recorded; the journal keeps both sets and who edited them, and the model is
+told in the tool result that a person changed the arguments, and to what.`,
+		Example: `  nexa runs approve run_01J… call_1 --approved=true
+  nexa runs approve run_01J… call_1 --approved=true --args '{"env": "staging"}'
+  nexa runs approve run_01J… call_1 --approved=false --reason "wrong file"`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			if !c.Flags().Changed("approved") {
 				return usageErrorf("say the decision explicitly: --approved=true or --approved=false")
@@ -341,6 +356,17 @@ func newRunsApproveCmd(e *env, open storeOpener, hints hintFlagger) *cobra.Comma
 			ok, err := parseStrictBool("approved", approved)
 			if err != nil {
 				return err
+			}
+			d := runtime.Decision{CallID: args[1], Approve: ok, Reason: reason, By: decider(e)}
+			if c.Flags().Changed("args") {
+				if !ok {
+					return usageErrorf("--args gives the arguments a call is approved with; it cannot go with --approved=false")
+				}
+				b, err := readArgsFlag(e, argsFlag)
+				if err != nil {
+					return err
+				}
+				d.Args = b
 			}
 			s, err := open()
 			if err != nil {
@@ -350,13 +376,16 @@ func newRunsApproveCmd(e *env, open storeOpener, hints hintFlagger) *cobra.Comma
 			if err := checkRunID(args[0]); err != nil {
 				return err
 			}
-			st, err := runtime.Decide(context.Background(), s, args[0], []runtime.Decision{{CallID: args[1], Approve: ok, Reason: reason, By: decider(e)}})
+			st, err := runtime.DecideWith(context.Background(), s, args[0], []runtime.Decision{d}, runtime.DecideOptions{Check: editCheckerFor(e, s), Now: testClock(e)()})
 			if err := runsWriteError(s, args[0], err); err != nil {
 				return err
 			}
 			verb := "approved"
 			if !ok {
 				verb = "denied"
+			}
+			if d.Args != nil {
+				verb += " with edited arguments " + compactJSON(st.Entry(args[1]).ApprovedArguments, 200)
 			}
 			fmt.Fprintf(e.stdout, "call %s of run %s %s (revision %d)\n", args[1], args[0], verb, st.Revision)
 			fmt.Fprintf(e.stderr, "continue with: nexa agent %s %s --resume %s%s\n", shellquote.Quote(st.Config.SourceFile), shellquote.Quote(st.Config.Agent), st.ID, hints(st))
@@ -365,6 +394,7 @@ func newRunsApproveCmd(e *env, open storeOpener, hints hintFlagger) *cobra.Comma
 	}
 	cmd.Flags().StringVar(&approved, "approved", "", "the decision: true or false")
 	cmd.Flags().StringVar(&reason, "reason", "", "reason sent to the model with a denial")
+	cmd.Flags().StringVar(&argsFlag, "args", "", "approve with these arguments instead of the model's: `JSON`, @FILE or @- (at most 1 MiB)")
 	return cmd
 }
 

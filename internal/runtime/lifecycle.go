@@ -289,20 +289,33 @@ func Decide(ctx context.Context, s state.Store, runID string, ds []Decision) (*s
 // decision is refused with checkpoint_conflict instead of being recorded
 // against a run the person did not see. Revision 0 skips that check.
 func DecideAtRevision(ctx context.Context, s state.Store, runID string, revision int64, ds []Decision) (*state.RunState, error) {
-	return DecideChecked(ctx, s, runID, revision, ds, nil)
+	return DecideWith(ctx, s, runID, ds, DecideOptions{Revision: revision})
 }
 
-// DecideChecked is DecideAtRevision for decisions that may carry edited
-// arguments: check is built for the run (RunChecker) and checks them
-// before anything is recorded. Calls whose wait ran out are recorded as
-// expired in the same write.
-func DecideChecked(ctx context.Context, s state.Store, runID string, revision int64, ds []Decision, check func(*state.RunState) (EditChecker, error)) (*state.RunState, error) {
-	return operatorWrite(ctx, s, runID, revision, func(st *state.RunState) (state.Delta, error) {
-		now := time.Now()
+// DecideOptions are what a decision made outside a resume may bring.
+type DecideOptions struct {
+	// Revision is the revision the run was shown at (0: no check).
+	Revision int64
+	// Check builds the checker of edited arguments for the run
+	// (nil: edits are refused).
+	Check func(*state.RunState) (EditChecker, error)
+	// Now is the time of the decisions; time.Now when zero.
+	Now time.Time
+}
+
+// DecideWith is DecideAtRevision for decisions that may carry edited
+// arguments, checked before anything is recorded. Calls whose wait ran
+// out by o.Now are recorded as expired in the same write.
+func DecideWith(ctx context.Context, s state.Store, runID string, ds []Decision, o DecideOptions) (*state.RunState, error) {
+	return operatorWrite(ctx, s, runID, o.Revision, func(st *state.RunState) (state.Delta, error) {
+		now := o.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
 		expired := ExpireApprovals(st, now)
 		var ec EditChecker
-		if check != nil && slices.ContainsFunc(ds, func(d Decision) bool { return d.Args != nil }) {
-			c, err := check(st)
+		if o.Check != nil && slices.ContainsFunc(ds, func(d Decision) bool { return d.Args != nil }) {
+			c, err := o.Check(st)
 			if err != nil {
 				return state.Delta{}, err
 			}

@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/ir"
+	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/runtime/builtin"
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+// editCheckerFor returns what checks a person's edited arguments for a run
+// before they are recorded (nexa runs approve --args, nexa serve): the
+// run's program compiled again from its source in its working directory
+// (it must still have the run's hash), its agent, the built-in tools'
+// confinement checks, and the run's policy (the file must still have the
+// run's hash). The resume checks the same again before the call runs.
+func editCheckerFor(e *env, s storeHandle) func(*state.RunState) (runtime.EditChecker, error) {
+	return func(st *state.RunState) (runtime.EditChecker, error) {
+		src := st.Config.SourceFile
+		if !filepath.IsAbs(src) {
+			src = filepath.Join(st.Config.WorkDir, src)
+		}
+		refuse := func(format string, a ...any) error {
+			return &runtime.Error{Code: runtime.CodeInvalidEdit, Refusal: true, Message: fmt.Sprintf(format, a...) + "; edited arguments are checked against the run's program, so nothing was recorded"}
+		}
+		prog, diags := compile.Compile(src, compile.Options{NexaPath: e.getenv("NEXA_PATH")})
+		if prog == nil || diags.HasErrors() {
+			return nil, refuse("the program of run %s (%s) does not compile here", st.ID, src)
+		}
+		if prog.Hash != st.Config.SourceHash {
+			return nil, refuse("the program of run %s (%s) changed since the run started", st.ID, src)
+		}
+		agent := prog.Agent(st.Config.Agent)
+		if agent == nil {
+			return nil, refuse("the program of run %s declares no agent %s", st.ID, st.Config.Agent)
+		}
+		var rules runtime.Rules
+		if ref := st.Config.Policy; ref != nil {
+			r, err := loadRules(ref.Path)
+			if err != nil {
+				return nil, refuse("the policy of run %s cannot be read: %v", st.ID, err)
+			}
+			if r.Ref().Hash != ref.Hash {
+				return nil, refuse("the policy %s of run %s changed since the run started", ref.Path, st.ID)
+			}
+			rules = r
+		}
+		prot := protectedFiles(e, localStorePath(s), prog)
+		execs := map[ir.BodyKind]runtime.Executor{
+			ir.BodyBuiltin: builtin.New(builtin.Options{Env: toolEnv(), Protected: prot.Hidden()}),
+		}
+		return runtime.NewEditChecker(runtime.Config{Program: prog, Agent: agent, Executors: execs, Rules: rules})
+	}
+}
+
+// readArgsFlag reads edited arguments given as JSON text, @FILE or @- (standard input),
+// at most runtime.MaxEditBytes.
+func readArgsFlag(e *env, v string) ([]byte, error) {
+	if !strings.HasPrefix(v, "@") {
+		return []byte(v), nil
+	}
+	name := v[1:]
+	var r io.Reader
+	if name == "-" {
+		r = e.stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, usageErrorf("--args %s: %v", v, err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, runtime.MaxEditBytes+1))
+	if err != nil {
+		return nil, usageErrorf("--args %s: %v", v, err)
+	}
+	if len(b) > runtime.MaxEditBytes {
+		return nil, usageErrorf("--args %s is over %d bytes; edited arguments are at most 1 MiB", v, runtime.MaxEditBytes)
+	}
+	return b, nil
+}

@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+
+	"github.com/nexa-run/nexa/internal/policy"
+	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/runtime/state"
+)
+
+// policyRules adapts a policy file (internal/policy) to the rules the
+// runtime applies to calls.
+type policyRules struct{ p *policy.Policy }
+
+// Verdict implements runtime.Rules.
+func (r policyRules) Verdict(tool, risk string, args json.RawMessage) runtime.RuleVerdict {
+	v := r.p.Decide(policy.Call{Tool: tool, Risk: risk, Args: args})
+	return runtime.RuleVerdict{Decision: string(v.Decision), Rule: v.Rule, Reason: v.Reason}
+}
+
+// Ref implements runtime.Rules.
+func (r policyRules) Ref() state.PolicyRef {
+	return state.PolicyRef{Path: r.p.Path(), Hash: r.p.Hash()}
+}
+
+// loadRules reads the policy file at path (made absolute, so that the run
+// records where it was) as the runtime's rules.
+func loadRules(path string) (runtime.Rules, error) {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	p, err := policy.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return policyRules{p}, nil
+}
