@@ -36,3 +36,13 @@ func loadRules(path string) (runtime.Rules, error) {
 	}
 	return policyRules{p}, nil
 }
+
+// policyFlags are the flags a resume of a run under rules must repeat
+// (recorded with the run's provider flags, for its resume commands and
+// nexa serve --execute): the policy's absolute path.
+func policyFlags(rules runtime.Rules) []string {
+	if rules == nil {
+		return nil
+	}
+	return []string{"--policy", rules.Ref().Path}
+}
