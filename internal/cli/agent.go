@@ -48,6 +48,9 @@ type agentFlags struct {
 	// stdout guards the one JSON object: the second-signal handler and
 	// the normal end of the command race to print it, and only one may.
 	stdout printOnce
+	// warnings are the program's compile warnings, for the object's
+	// warnings array (nil until the program is compiled).
+	warnings []diagJSON
 }
 
 func newAgentCmd(e *env) *cobra.Command {
@@ -119,7 +122,7 @@ func agentFailure(e *env, f *agentFlags, code int, errCode, msg string) error {
 			res = resultOf(run, nil, "", hintFlags(run, nil, f.store))
 			res.Error = &state.RunError{Code: errCode, Message: msg}
 		}
-		writeJSON(e.stdout, res)
+		writeJSON(e.stdout, f.withWarnings(res))
 	})
 	fmt.Fprintf(e.stderr, "nexa: %s\n", msg)
 	return exitWith(code)
@@ -209,7 +212,8 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		opening = openStoreAhead(e, f.store, wd, f.resume)
 		defer opening.discard()
 	}
-	prog, firstErr := compileForRun(e, file)
+	prog, firstErr, warnings := compileForRun(e, file)
+	f.warnings = warnings
 	if prog == nil {
 		return agentFailure(e, f, ExitUsage, runtime.CodeCompile, fmt.Sprintf("%s does not compile: %s (run nexa validate %s for every diagnostic)", file, firstErr, file))
 	}
@@ -447,6 +451,7 @@ func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, t
 	if run != nil && s != nil && run.Usage.RefusedCalls > len(res.DeniedCalls) {
 		res.DeniedCalls = runtime.DeniedCalls(context.Background(), s, run)
 	}
+	f.withWarnings(res)
 	f.stdout.do(func() {
 		if f.output == "text" {
 			printTextResult(e.stdout, res)

@@ -84,6 +84,30 @@ func renderDiagnostics(w io.Writer, ds lang.Diagnostics, st *diagStyle) {
 	}
 }
 
+// renderDiagnosticLines writes each diagnostic on one line, the first line
+// of renderDiagnostics with the hint appended:
+//
+//	file:line:col: warning: message (hint: …)
+//
+// nexa agent prints its program's warnings so, ahead of the run's progress.
+func renderDiagnosticLines(w io.Writer, ds lang.Diagnostics, st *diagStyle) {
+	for _, d := range ds {
+		label := st.err.Sprint("error")
+		if !d.IsError() {
+			label = st.warn.Sprint("warning")
+		}
+		where := d.File
+		if d.Line > 0 {
+			where = fmt.Sprintf("%s:%d:%d", d.File, d.Line, d.Column)
+		}
+		hint := ""
+		if d.Hint != "" {
+			hint = " " + st.hint.Sprint("(hint: "+d.Hint+")")
+		}
+		fmt.Fprintf(w, "%s: %s: %s%s\n", where, label, d.Message, hint)
+	}
+}
+
 // diagSnippet prints the source line and a caret under column col
 // (counted in characters; tabs are kept so the caret lines up).
 func diagSnippet(w io.Writer, width, line, col int, text, label string, st *diagStyle, caretColor *color.Color) {
@@ -132,6 +156,16 @@ type validateJSON struct {
 	Valid    bool       `json:"valid"`
 	Errors   []diagJSON `json:"errors"`
 	Warnings []diagJSON `json:"warnings"`
+}
+
+// diagsJSON is ds as a list of `d` objects, never nil (an empty list
+// encodes as []).
+func diagsJSON(ds lang.Diagnostics) []diagJSON {
+	out := make([]diagJSON, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, diagJSON{File: d.File, Line: d.Line, Column: d.Column, Code: d.Code, Message: d.Message, Hint: d.Hint})
+	}
+	return out
 }
 
 func toValidateJSON(ds lang.Diagnostics) validateJSON {

@@ -35,8 +35,11 @@ type inspectTool struct {
 	NeedsApproval    bool            `json:"needs_approval"`
 	Sandbox          bool            `json:"sandbox"`
 	Timeout          int             `json:"timeout"`
-	Idempotent       bool            `json:"idempotent"`
-	Body             string          `json:"body"`
+	// ApprovalTimeout is how long, in seconds, a call may wait for a
+	// decision; 0 when the tool sets no bound of its own.
+	ApprovalTimeout int    `json:"approval_timeout"`
+	Idempotent      bool   `json:"idempotent"`
+	Body            string `json:"body"`
 	// Category is the @tool category, or the namespace of a built-in
 	// tool ("std.fs").
 	Category string `json:"category,omitempty"`
@@ -70,7 +73,7 @@ func toInspectJSON(p *ir.Program) inspectJSON {
 		out.Tools = append(out.Tools, inspectTool{
 			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Returns: t.Returns,
 			RiskLevel: t.Risk, RequiresApproval: t.RequiresApproval, NeedsApproval: t.NeedsApproval(),
-			Sandbox: t.Sandbox, Timeout: t.Timeout, Idempotent: t.Idempotent, Body: string(t.Body.Kind),
+			Sandbox: t.Sandbox, Timeout: t.Timeout, ApprovalTimeout: t.ApprovalTimeout, Idempotent: t.Idempotent, Body: string(t.Body.Kind),
 			Category: t.Category,
 		})
 	}
@@ -155,6 +158,9 @@ func writeInspectText(w io.Writer, p *ir.Program, st *diagStyle) {
 			policy = st.warn.Sprint("needs approval")
 		}
 		extra := ""
+		if t.ApprovalTimeout > 0 {
+			extra += fmt.Sprintf(", approval timeout %ds", t.ApprovalTimeout)
+		}
 		if t.Sandbox {
 			extra += ", sandboxed"
 		}

@@ -33,12 +33,25 @@ type runResult struct {
 	Usage       *state.Usage         `json:"usage,omitempty"`
 	Deadline    *time.Time           `json:"deadline"`
 	Error       *state.RunError      `json:"error"`
-	Resume      map[string]string    `json:"resume,omitempty"`
+	// Warnings are the compile warnings of the program this command ran
+	// (the `d` objects of nexa validate --json), also printed on stderr;
+	// [] when there are none or the program was not compiled.
+	Warnings []diagJSON        `json:"warnings"`
+	Resume   map[string]string `json:"resume,omitempty"`
 }
 
 // errorResult is the object printed when no run exists (run_id null).
 func errorResult(code, msg string) *runResult {
-	return &runResult{Output: json.RawMessage("null"), PendingCalls: []runtime.PendingCall{}, UnknownCalls: []runtime.UnknownCall{}, DeniedCalls: []runtime.DeniedCall{}, Error: &state.RunError{Code: code, Message: msg}}
+	return &runResult{Output: json.RawMessage("null"), PendingCalls: []runtime.PendingCall{}, UnknownCalls: []runtime.UnknownCall{}, DeniedCalls: []runtime.DeniedCall{}, Error: &state.RunError{Code: code, Message: msg}, Warnings: []diagJSON{}}
+}
+
+// withWarnings gives res the compile warnings of this command's program,
+// once it has been compiled.
+func (f *agentFlags) withWarnings(res *runResult) *runResult {
+	if f.warnings != nil {
+		res.Warnings = f.warnings
+	}
+	return res
 }
 
 // resultOf renders a run for the CLI. tool finds a tool's declaration
@@ -57,6 +70,7 @@ func resultOf(st *state.RunState, tool func(string) *ir.Tool, file, flags string
 		Output:     st.Output,
 		Deadline:   st.Config.Deadline,
 		Error:      st.Error,
+		Warnings:   []diagJSON{},
 	}
 	u := st.Usage
 	r.Usage = &u
@@ -204,6 +218,7 @@ func stopAtOnce(e *env, f *agentFlags, st storeHandle, runID, file string) {
 			res = resultOf(run, nil, file, hintFlags(run, nil, f.store))
 			res.Error = &state.RunError{Code: runtime.CodeInterrupted, Message: msg}
 		}
+		f.withWarnings(res)
 		if f.output == "text" {
 			printTextResult(e.stdout, res)
 		} else {

@@ -235,6 +235,15 @@ func TestToolSettingErrors(t *testing.T) {
 		{`@tool("d") fn f(x: int = "three") { return "" }`, lang.CodeBadDefault, "default of parameter `x` is a string, but its type is integer", ""},
 		{`@tool("d") fn f(x: int, x: str) { return "" }`, lang.CodeDuplicate, "duplicate parameter `x`", ""},
 		{`@tool("d", timeout: 3, timeout: 4) fn f() { return "" }`, lang.CodeDuplicate, "setting `timeout` given twice", ""},
+		{`@tool("d", category: 3) fn f() { return "" }`, lang.CodeBadSetting, "category of tool f must be a string, found the number 3", ""},
+		{`@tool("d", approval_timeout: 0, requires_approval: true) fn f() { return "" }`, lang.CodeBadSetting, "approval_timeout of tool f must be a positive whole number of seconds, found the number 0", ""},
+		{`@tool("d", approval_timeout: -30, requires_approval: true) fn f() { return "" }`, lang.CodeBadSetting, "approval_timeout of tool f must be a positive whole number of seconds", ""},
+		{`@tool("d", approval_timeout: "1h", requires_approval: true) fn f() { return "" }`, lang.CodeBadSetting, "approval_timeout of tool f must be a positive whole number of seconds", ""},
+		{`@tool("d", approval_timeout: 1.5, requires_approval: true) fn f() { return "" }`, lang.CodeBadSetting, "approval_timeout of tool f must be a positive whole number of seconds", ""},
+		{`@tool("d", approval_timeout: true, requires_approval: true) fn f() { return "" }`, lang.CodeBadSetting, "approval_timeout of tool f must be a positive whole number of seconds", ""},
+		{`tool t { description: "d", parameters: {}, requires_approval: "yes" }`, lang.CodeBadSetting, "requires_approval of tool t must be true or false", ""},
+		{`tool t { description: "d", parameters: {}, returns: 3 }`, lang.CodeBadSetting, "returns of tool t must be a type name, found the number 3", ""},
+		{`tool t { description: "d", parameters: {}, approval_timeout: "soon" }`, lang.CodeBadSetting, "approval_timeout of tool t must be a positive whole number of seconds", ""},
 	}
 	for _, c := range cases {
 		errs := errorsOf(t, c.src)
@@ -251,14 +260,83 @@ func TestToolSettingErrors(t *testing.T) {
 	}
 }
 
-func TestUnknownSettingIsWarning(t *testing.T) {
-	_, diags := build(t, "main.nx", map[string]string{"main.nx": `@tool("d", risk: "high") fn f() { return "" }`})
-	if diags.HasErrors() {
-		t.Fatalf("unexpected error: %v", diags.Err())
+// A misspelt or unknown setting of a tool, in every form a tool is
+// declared, is an error with the nearest known name suggested: a typo in
+// requires_approval must never leave a tool runnable without approval.
+func TestUnknownSettingIsError(t *testing.T) {
+	cases := []struct{ src, msg, hint string }{
+		{`@tool("d", requires_aproval: true) fn f() { return "" }`, "unknown setting `requires_aproval` of tool f", "did you mean `requires_approval`?"},
+		{`@tool("d", risk: "high") fn f() { return "" }`, "unknown setting `risk` of tool f", "did you mean `risk_level`?"},
+		{`@tool("d", requires_aproval = true) fn f() { return "" }`, "unknown setting `requires_aproval` of tool f", "did you mean `requires_approval`?"},
+		{`@tool("d", aproval_timeout: 60) fn f() { return "" }`, "unknown setting `aproval_timeout` of tool f", "did you mean `approval_timeout`?"},
+		{`@tool("d", permissions: "shell") fn f() { return "" }`, "unknown setting `permissions` of tool f", "known settings: description, risk_level, requires_approval, sandbox, timeout, approval_timeout, idempotent, category"},
+		{`tool t { description: "d", parameters: {}, requires_aproval: true }`, "unknown property `requires_aproval` of tool t", "did you mean `requires_approval`?"},
+		{`tool t { description: "d", parmeters: {} }`, "unknown property `parmeters` of tool t", "did you mean `parameters`?"},
+		{`tool t { mcp: "stdio:srv", risk_levl: "high" }`, "unknown property `risk_levl` of tool t", "did you mean `risk_level`?"},
+		{`tool t { description: "d", python: "t.py", sandbx: true }`, "unknown property `sandbx` of tool t", "did you mean `sandbox`?"},
 	}
-	w := findDiag(t, diags.Warnings(), lang.CodeUnknownSetting)
-	if !strings.Contains(w.Message, "unknown setting `risk`") || w.Hint != "did you mean `risk_level`?" {
-		t.Errorf("warning = %+v", w)
+	for _, c := range cases {
+		d := findDiag(t, errorsOf(t, c.src), lang.CodeUnknownSetting)
+		if d.Message != c.msg || d.Hint != c.hint {
+			t.Errorf("%s\n got %q (hint %q)\nwant %q (hint %q)", c.src, d.Message, d.Hint, c.msg, c.hint)
+		}
+		if d.Line != 1 || d.Column < 1 {
+			t.Errorf("%s\n position %d:%d", c.src, d.Line, d.Column)
+		}
+	}
+}
+
+// approval_timeout takes whole seconds, bare or quoted, like timeout, in
+// both tool forms; it reaches the IR and the canonical IR the hash covers,
+// which leaves it out when unset so that older programs hash as before.
+func TestApprovalTimeout(t *testing.T) {
+	p := mustBuild(t, `@tool("D", requires_approval: true, approval_timeout: 900) fn deploy(): string { return "x" }
+@tool("E", risk_level: high, approval_timeout: "60") fn erase(): string { return "x" }
+@tool("F", requires_approval: true) fn fetch(): string { return "x" }
+tool legacy { description: "L", parameters: {}, requires_approval: true, approval_timeout: 120 }
+agent A uses deploy, erase, fetch, legacy { prompt: "p" }`)
+	for name, want := range map[string]int{"deploy": 900, "erase": 60, "fetch": 0, "legacy": 120} {
+		if got := p.Tool(name).ApprovalTimeout; got != want {
+			t.Errorf("%s: ApprovalTimeout = %d, want %d", name, got, want)
+		}
+	}
+	canon := string(CanonicalIR(p))
+	if !strings.Contains(canon, `"name":"deploy"`) || strings.Count(canon, `"approval_timeout":`) != 3 ||
+		!strings.Contains(canon, `"approval_timeout":900`) {
+		t.Errorf("canonical IR does not carry approval_timeout:\n%s", canon)
+	}
+	// the canonical IR (and so the hash) changes with the value alone
+	q := mustBuild(t, `@tool("D", requires_approval: true, approval_timeout: 901) fn deploy(): string { return "x" }
+@tool("E", risk_level: high, approval_timeout: "60") fn erase(): string { return "x" }
+@tool("F", requires_approval: true) fn fetch(): string { return "x" }
+tool legacy { description: "L", parameters: {}, requires_approval: true, approval_timeout: 120 }
+agent A uses deploy, erase, fetch, legacy { prompt: "p" }`)
+	if string(CanonicalIR(q)) == canon || q.Hash == p.Hash {
+		t.Errorf("approval_timeout 900 and 901 give the same canonical IR or hash")
+	}
+	if strings.Contains(string(CanonicalIR(mustBuild(t, `@tool("F") fn f(): string { return "x" }`))), "approval_timeout") {
+		t.Errorf("a program without approval_timeout must encode without it")
+	}
+}
+
+// approval_timeout on a tool that needs no approval by its own declaration
+// is accepted with a warning saying when it applies.
+func TestApprovalTimeoutWithoutApprovalWarns(t *testing.T) {
+	for _, src := range []string{
+		`@tool("d", approval_timeout: 60) fn f(): string { return "" }`,
+		`tool f { description: "d", parameters: {}, approval_timeout: 60 }`,
+	} {
+		p, diags := build(t, "main.nx", map[string]string{"main.nx": src})
+		if diags.HasErrors() || p == nil {
+			t.Fatalf("%s: unexpected errors %v", src, diags.Errors())
+		}
+		w := findDiag(t, diags.Warnings(), lang.CodeNoEffect)
+		if !strings.Contains(w.Message, "approval_timeout of tool f has an effect only when a call waits for approval") || w.Line != 1 {
+			t.Errorf("%s: warning = %+v", src, w)
+		}
+		if p.Tool("f").ApprovalTimeout != 60 {
+			t.Errorf("%s: ApprovalTimeout = %d", src, p.Tool("f").ApprovalTimeout)
+		}
 	}
 }
 
@@ -602,7 +680,6 @@ func TestMoreDiagnostics(t *testing.T) {
 		{`tool t { description: "d", parameters: { "q": "strin" } }`, lang.CodeUnknownType, "unknown type `strin`", false},
 		{`tool t { description: "d", parameters: ["q"] }`, lang.CodeBadSetting, "parameters of tool t must be an object", false},
 		{`tool t { description: "d", mcp: "stdio:x", python: "a.py" }`, lang.CodeBadBody, "cannot be both an MCP server and a Python file", false},
-		{`tool t { description: "d", parmeters: {} }`, lang.CodeUnknownSetting, "unknown property `parmeters` of tool t is ignored", true},
 		{`tool t { mcp: "npm:server" }`, lang.CodeBadSetting, "neither a stdio: command nor an http(s) URL", true},
 		{`agent A uses std.fss { prompt: "p" }`, lang.CodeUnknownTool, "unknown built-in namespace `std.fss`", true},
 		{`@tool("d") fn f(x: dict[int, str]) { return "" }`, lang.CodeUnknownType, "dictionary keys must be strings", false},

@@ -46,6 +46,11 @@ type (
 		Idempotent       bool            `json:"idempotent"`
 		Category         string          `json:"category"`
 		Body             irBody          `json:"body"`
+		// ApprovalTimeout is left out when zero, so that every program
+		// that does not set it encodes (and hashes) exactly as before the
+		// setting existed: runs stored then still resume. A program that
+		// sets it had no such encoding before, so no hash can collide.
+		ApprovalTimeout int `json:"approval_timeout,omitempty"`
 	}
 	irBody struct {
 		Kind       string `json:"kind"`
@@ -110,7 +115,7 @@ func canonicalForm(p *ir.Program) *irProgram {
 		cf.Tools[i] = irTool{
 			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Returns: t.Returns,
 			Risk: t.Risk, RequiresApproval: t.RequiresApproval, Sandbox: t.Sandbox, Timeout: t.Timeout,
-			Idempotent: t.Idempotent, Category: t.Category,
+			Idempotent: t.Idempotent, Category: t.Category, ApprovalTimeout: t.ApprovalTimeout,
 			Body: irBody{
 				Kind: string(t.Body.Kind), Python: t.Body.Python,
 				PythonFile: relToMain(p, t.Body.PythonFile), MCP: t.Body.MCP,

@@ -12,8 +12,12 @@ import (
 // Risk levels of language.md 4.1, lowest first.
 var riskLevels = []string{"low", "medium", "high", "critical"}
 
-// toolSettings are the @tool settings nexa knows.
-var toolSettings = []string{"description", "risk_level", "requires_approval", "sandbox", "timeout", "idempotent", "category"}
+// toolSettings are the @tool settings nexa knows. Any other name is an
+// error: a misspelt setting (requires_aproval) must not silently switch
+// off what it was meant to switch on. Nexa 2.3 reads only risk_level,
+// requires_approval and sandbox of a tool (and has a category), all known
+// here, so no tool setting of 2.3 is ignored (docs/language.md 4.5).
+var toolSettings = []string{"description", "risk_level", "requires_approval", "sandbox", "timeout", "approval_timeout", "idempotent", "category"}
 
 // DefaultToolTimeout is the timeout of a tool that sets none, in seconds.
 const DefaultToolTimeout = 60
@@ -61,6 +65,12 @@ func (c *compiler) compileToolFn(fn *lang.ToolFn, src *source) *ir.Tool {
 			"fn %s has no @tool(\"description\") decorator", name)
 	} else {
 		c.toolSettings(tool, deco)
+		for _, a := range deco.Args {
+			if a.Name == "approval_timeout" {
+				c.checkApprovalTimeout(tool, a.Pos)
+				break
+			}
+		}
 	}
 	if tool.Description == "" && deco != nil {
 		c.errorAt(deco.Pos, lang.CodeMissingDesc, `the first argument of @tool is the description the model reads: @tool("Search the web", …)`,
@@ -185,6 +195,14 @@ func (c *compiler) toolSetting(tool *ir.Tool, key string, v *lang.Value, pos lan
 			return
 		}
 		tool.Timeout = n
+	case "approval_timeout":
+		n, ok := intValue(v)
+		if !ok || n <= 0 {
+			c.errorAt(v.Pos, lang.CodeBadSetting, "write how long a call may wait for a decision in whole seconds, e.g. approval_timeout: 3600",
+				"approval_timeout of tool %s must be a positive whole number of seconds, found %s", tool.Name, describeValue(v))
+			return
+		}
+		tool.ApprovalTimeout = n
 	case "category":
 		s, ok := wordValue(v)
 		if !ok {
@@ -197,7 +215,18 @@ func (c *compiler) toolSetting(tool *ir.Tool, key string, v *lang.Value, pos lan
 		if best := c.closest(key, toolSettings); best != "" {
 			hint = fmt.Sprintf("did you mean `%s`?", best)
 		}
-		c.warnAt(pos, lang.CodeUnknownSetting, hint, "unknown setting `%s` of tool %s is ignored", key, tool.Name)
+		c.errorAt(pos, lang.CodeUnknownSetting, hint, "unknown setting `%s` of tool %s", key, tool.Name)
+	}
+}
+
+// checkApprovalTimeout warns when a tool sets approval_timeout (at pos)
+// but its calls never wait for a decision by its own declaration. It is
+// not an error: a policy rule may still ask a person about such a call,
+// and then the bound applies.
+func (c *compiler) checkApprovalTimeout(tool *ir.Tool, pos lang.Position) {
+	if tool.ApprovalTimeout > 0 && !tool.NeedsApproval() {
+		c.warnAt(pos, lang.CodeNoEffect, "add requires_approval: true (or risk_level: \"high\") if calls of the tool should wait for a person",
+			"approval_timeout of tool %s has an effect only when a call waits for approval; the tool needs none unless a policy rule asks", tool.Name)
 	}
 }
 
@@ -361,7 +390,7 @@ func startsOnQuoteLine(text string) bool {
 }
 
 // legacyKeys are the properties of a legacy tool block.
-var legacyKeys = []string{"description", "parameters", "mcp", "python", "risk_level", "requires_approval", "sandbox", "timeout", "idempotent", "category", "returns"}
+var legacyKeys = []string{"description", "parameters", "mcp", "python", "risk_level", "requires_approval", "sandbox", "timeout", "approval_timeout", "idempotent", "category", "returns"}
 
 func (c *compiler) compileLegacyTool(lt *lang.LegacyTool, src *source) *ir.Tool {
 	name := lt.Name.Name
@@ -405,24 +434,30 @@ func (c *compiler) compileLegacyTool(lt *lang.LegacyTool, src *source) *ir.Tool 
 	}
 	tool.Params = params
 	tool.Parameters = ir.ParametersSchema(params)
-	for _, k := range []string{"description", "risk_level", "requires_approval", "sandbox", "timeout", "idempotent", "category"} {
+	for _, k := range toolSettings {
 		if p, ok := props[k]; ok {
 			c.toolSetting(tool, k, p.Value, p.Pos)
 		}
 	}
+	if p, ok := props["approval_timeout"]; ok {
+		c.checkApprovalTimeout(tool, p.Pos)
+	}
 	for _, p := range lt.Props {
 		k := p.Key.Name()
 		if !contains(legacyKeys, k) {
-			hint := "a tool block has description, parameters, mcp or python"
+			hint := "known properties: " + strings.Join(legacyKeys, ", ")
 			if best := c.closest(k, legacyKeys); best != "" {
 				hint = fmt.Sprintf("did you mean `%s`?", best)
 			}
-			c.warnAt(p.Pos, lang.CodeUnknownSetting, hint, "unknown property `%s` of tool %s is ignored", k, name)
+			c.errorAt(p.Pos, lang.CodeUnknownSetting, hint, "unknown property `%s` of tool %s", k, name)
 		}
 	}
 	if p, ok := props["returns"]; ok {
 		if s, ok := wordValue(p.Value); ok {
 			tool.Returns = s
+		} else {
+			c.errorAt(p.Value.Pos, lang.CodeBadSetting, `write returns: "string" (or another type name)`,
+				"returns of tool %s must be a type name, found %s", name, describeValue(p.Value))
 		}
 	}
 	mcp, hasMCP := props["mcp"]

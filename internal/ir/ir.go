@@ -40,11 +40,13 @@ type Tool struct {
 	RequiresApproval bool    `json:"requires_approval"`
 	Sandbox          bool    `json:"sandbox"`
 	// Timeout is in seconds (default 60).
-	Timeout    int  `json:"timeout"`
-	Idempotent bool `json:"idempotent"`
-	// ApprovalTimeout bounds, in seconds, how long a call of the tool may
-	// wait for a decision (0: no bound of its own).
-	ApprovalTimeout int `json:"approval_timeout,omitempty"`
+	Timeout int `json:"timeout"`
+	// ApprovalTimeout is how long, in seconds, a call of this tool may
+	// wait for a person's decision (the approval_timeout setting); 0
+	// means no bound of its own. The compiler accepts it on any tool, but
+	// it matters only to calls that wait for approval.
+	ApprovalTimeout int  `json:"approval_timeout,omitempty"`
+	Idempotent      bool `json:"idempotent"`
 	// Category is the @tool category setting, or the namespace of a
 	// built-in tool ("std.fs"), so that listings can group tools.
 	Category string `json:"category,omitempty"`

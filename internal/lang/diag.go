@@ -29,7 +29,7 @@ const (
 	CodeUnknownProtocol = "unknown_protocol"    // implements names no protocol
 	CodeUntypedParam    = "untyped_param"       // a tool parameter without a type
 	CodeBadSetting      = "bad_setting"         // a setting or property with a value of the wrong type
-	CodeUnknownSetting  = "unknown_setting"     // a @tool setting nexa does not know (warning)
+	CodeUnknownSetting  = "unknown_setting"     // a @tool setting or tool-block property nexa does not know
 	CodeMissingDesc     = "missing_description" // no @tool, or an empty tool description
 	CodeNoEffect        = "no_effect"           // accepted, but nexa agent ignores it (warning)
 	CodeImplicitTools   = "implicit_tools"      // an agent without uses sees every tool (warning)
