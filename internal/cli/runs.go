@@ -465,7 +465,7 @@ then continues with this result without executing the tool again.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&output, "output", "", "the verified output, or @FILE to read it from a file")
+	cmd.Flags().StringVar(&output, "output", "", "the verified output, or @FILE to read it from a file (at most 4 MiB)")
 	cmd.Flags().StringVar(&success, "success", "", "whether the call succeeded: true or false")
 	return cmd
 }
