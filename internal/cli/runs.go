@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -419,6 +420,30 @@ func runsWriteError(s storeHandle, id string, err error) error {
 	return &exitError{code: ExitFailed, msg: err.Error()}
 }
 
+// maxResolveOutputBytes bounds the file of runs resolve --output @FILE
+// (docs/cli.md, "Size limits"): the request body nexa serve accepts for
+// the same resolution, so both ways take the same outputs.
+const maxResolveOutputBytes = 4 << 20
+
+// readFileLimit reads the file a flag names, refusing one of more than
+// limit bytes (a mistake, or a device such as /dev/zero) after reading at
+// most limit+1 bytes of it.
+func readFileLimit(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is over %d MiB, the limit for this file", path, limit>>20)
+	}
+	return b, nil
+}
+
 func newRunsResolveCmd(e *env, open storeOpener, hints hintFlagger) *cobra.Command {
 	var output, success string
 	cmd := &cobra.Command{
@@ -442,9 +467,9 @@ then continues with this result without executing the tool again.`,
 			}
 			text := output
 			if strings.HasPrefix(output, "@") {
-				b, err := os.ReadFile(output[1:])
+				b, err := readFileLimit(output[1:], maxResolveOutputBytes)
 				if err != nil {
-					return usageErrorf("--output %s: %v", output, err)
+					return usageErrorf("--output %s: %v; nothing was written", output, err)
 				}
 				text = string(b)
 			}
@@ -470,7 +495,7 @@ then continues with this result without executing the tool again.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&output, "output", "", "the verified output, or @FILE to read it from a file")
+	cmd.Flags().StringVar(&output, "output", "", "the verified output, or @FILE to read it from a file (at most 4 MiB)")
 	cmd.Flags().StringVar(&success, "success", "", "whether the call succeeded: true or false")
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -41,6 +42,9 @@ exported as it stands, without its lease, and a note on standard error says so.`
 			if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeRunNotFound {
 				return usageErrorf("%s (store %s); nothing was exported", re.Message, s.Path())
 			}
+			if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeExportTooLarge {
+				return usageErrorf("%s", re.Message)
+			}
 			if err != nil {
 				return &exitError{code: ExitFailed, msg: err.Error()}
 			}
@@ -54,16 +58,23 @@ exported as it stands, without its lease, and a note on standard error says so.`
 }
 
 func newRunsImportCmd(e *env, open storeOpener) *cobra.Command {
-	var asJSON bool
+	var asJSON, keepDecisions bool
 	cmd := &cobra.Command{
-		Use:   "import FILE|-",
+		Use:   "import FILE|- [--keep-decisions]",
 		Short: "Create the runs of an export file (- for standard input) in the store",
 		Long: `Read a file written by nexa runs export (- reads standard input) and create
 each of its runs in the store, which is created if it does not exist. The
 whole file is checked first: a file that is not a valid export imports
 nothing. A run whose id is already in the store is refused and left as it is;
 the other runs are imported. Imported runs start at revision 1, held by no
-one, and continue with nexa agent --resume like any other run.
+one, and continue with nexa agent --resume like any other run. A file of
+more than 256 MiB is refused.
+
+A file proves nothing about who decided: the decisions recorded on calls
+that have not executed are dropped, and those calls wait for approval
+again (the output lists them). --keep-decisions keeps them instead, recorded
+as decided by "import:<you>" (NEXA_USER, else your account) at the time of
+the import.
 
 Exit codes: 0 every run imported, 1 operational error (store unwritable),
 2 invalid file or a run refused.`,
@@ -95,7 +106,9 @@ Exit codes: 0 every run imported, 1 operational error (store unwritable),
 				return importFailure(e, asJSON, ExitFailed, code, err.Error())
 			}
 			defer s.Close()
-			rep, err := runtime.Import(context.Background(), s, recs)
+			importer := decider(e)
+			rep, err := runtime.Import(context.Background(), s, recs, runtime.ImportOptions{
+				KeepDecisions: keepDecisions, Importer: importer, Now: time.Now()})
 			exit := ExitOK
 			if len(rep.Refused) > 0 {
 				exit = ExitUsage
@@ -121,6 +134,12 @@ Exit codes: 0 every run imported, 1 operational error (store unwritable),
 				for _, id := range rep.Imported {
 					fmt.Fprintf(e.stdout, "imported run %s\n", id)
 				}
+				for _, rc := range rep.DecisionsDropped {
+					fmt.Fprintf(e.stdout, "run %s: decisions dropped, waiting for approval again: %s\n", rc.RunID, strings.Join(rc.CallIDs, ", "))
+				}
+				for _, rc := range rep.DecisionsKept {
+					fmt.Fprintf(e.stdout, "run %s: decisions kept as %s's: %s\n", rc.RunID, runtime.ImportedBy(importer), strings.Join(rc.CallIDs, ", "))
+				}
 				for _, r := range rep.Refused {
 					fmt.Fprintf(e.stderr, "nexa: %s\n", r.Message)
 				}
@@ -138,6 +157,7 @@ Exit codes: 0 every run imported, 1 operational error (store unwritable),
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&keepDecisions, "keep-decisions", false, "keep the file's decisions on calls not yet executed, recorded as yours (default: drop them)")
 	return cmd
 }
 
@@ -149,6 +169,7 @@ func importFailure(e *env, asJSON bool, exit int, code, msg string) error {
 	}
 	writeJSON(e.stdout, map[string]any{
 		"imported": []string{}, "refused": []runtime.ImportRefusal{},
+		"decisions_dropped": []runtime.RunCalls{}, "decisions_kept": []runtime.RunCalls{},
 		"error": map[string]string{"code": code, "message": msg},
 	})
 	return exitWith(exit)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -114,7 +115,7 @@ func importBytes(s state.Store, b []byte) (runtime.ImportReport, error) {
 	if err != nil {
 		return runtime.ImportReport{}, err
 	}
-	return runtime.Import(context.Background(), s, recs)
+	return runtime.Import(context.Background(), s, recs, runtime.ImportOptions{})
 }
 
 // TestExportImportRoundTrip: a run moved to another store loads exactly as
@@ -383,5 +384,216 @@ func TestSQLiteRunLogsReadOnly(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "logs")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("export created the logs directory: %v", err)
+	}
+}
+
+// decidedRun is fullRun waiting for approval with decisions on calls that
+// have not executed: c3 approved by someone named in the file, c4 denied,
+// c5 with a stray reason and no decision. c1 is executed; its decision is
+// history and stays.
+func decidedRun(id string, status state.Status) *state.RunState {
+	st := fullRun(id)
+	st.Status, st.Error = status, nil
+	yes, no := true, false
+	at := time.Date(2026, 12, 2, 11, 0, 0, 0, time.UTC)
+	st.Journal[1].Stage, st.Journal[1].StartedAt = state.StageCompleted, nil
+	st.Journal[1].Outcome, st.Journal[1].Success = "executed", true
+	c3 := &st.Journal[2]
+	c3.Decision, c3.Reason, c3.DecidedBy, c3.DecidedAt = &yes, "looks fine", "mallory", &at
+	st.Journal = append(st.Journal,
+		state.JournalEntry{CallID: "c4", Tool: "record", Seq: 3, Turn: 1, Arguments: json.RawMessage(`{"content":"x"}`), Valid: true,
+			Stage: state.StageNotStarted, NeedsApproval: true, Risk: "high", Decision: &no, Reason: "no", DecidedBy: "bob", DecidedAt: &at, CreatedAt: at},
+		state.JournalEntry{CallID: "c5", Tool: "record", Seq: 4, Turn: 1, Arguments: json.RawMessage(`{"content":"y"}`), Valid: true,
+			Stage: state.StageNotStarted, NeedsApproval: true, Risk: "high", Reason: "stray", CreatedAt: at})
+	return st
+}
+
+// TestImportDropsDecisions: decisions on calls that have not executed do
+// not survive an import: the calls are pending again, the run (waiting or
+// running when exported) waits for approval, and the report names the
+// calls. The decision on an executed call is history and is kept.
+func TestImportDropsDecisions(t *testing.T) {
+	for _, status := range []state.Status{state.StatusWaitingApproval, state.StatusRunning} {
+		t.Run(string(status), func(t *testing.T) {
+			ctx := context.Background()
+			src, dst := openSQLiteStore(t), openSQLiteStore(t)
+			const id = "run_01JDDECIDED"
+			if err := src.Create(ctx, decidedRun(id, status)); err != nil {
+				t.Fatal(err)
+			}
+			_, file := export(t, src, id)
+			recs, err := runtime.ReadExport(bytes.NewReader(file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
+			rep, err := runtime.Import(ctx, dst, recs, runtime.ImportOptions{Importer: "alice", Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []runtime.RunCalls{{RunID: id, CallIDs: []string{"c3", "c4", "c5"}}}
+			if !reflect.DeepEqual(rep.DecisionsDropped, want) || len(rep.DecisionsKept) != 0 {
+				t.Fatalf("report %+v", rep)
+			}
+			got, err := dst.Load(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != state.StatusWaitingApproval || !got.UpdatedAt.Equal(now) {
+				t.Fatalf("status %s, updated_at %s; want waiting_approval at the import", got.Status, got.UpdatedAt)
+			}
+			if ids := runtime.PendingCallIDs(got); !reflect.DeepEqual(ids, []string{"c3", "c4", "c5"}) {
+				t.Fatalf("pending calls %v", ids)
+			}
+			for _, c := range []string{"c3", "c4", "c5"} {
+				if e := got.Entry(c); e.Decision != nil || e.Reason != "" || e.DecidedBy != "" || e.DecidedAt != nil {
+					t.Fatalf("call %s keeps a decision: %+v", c, e)
+				}
+			}
+			if e := got.Entry("c1"); e.Decision == nil || !*e.Decision || e.Reason != "ok" {
+				t.Fatalf("the executed call lost its decision: %+v", e)
+			}
+		})
+	}
+}
+
+// TestImportKeepDecisions: with KeepDecisions a decision on a call not
+// yet executed is kept as the importer's, at the import's time, with its
+// reason; the name the file gave is gone. A stray reason without a
+// decision is still dropped.
+func TestImportKeepDecisions(t *testing.T) {
+	ctx := context.Background()
+	src, dst := openSQLiteStore(t), openSQLiteStore(t)
+	const id = "run_01JDKEPT"
+	if err := src.Create(ctx, decidedRun(id, state.StatusWaitingApproval)); err != nil {
+		t.Fatal(err)
+	}
+	_, file := export(t, src, id)
+	recs, err := runtime.ReadExport(bytes.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
+	rep, err := runtime.Import(ctx, dst, recs, runtime.ImportOptions{KeepDecisions: true, Importer: "alice", Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rep.DecisionsKept, []runtime.RunCalls{{RunID: id, CallIDs: []string{"c3", "c4"}}}) ||
+		!reflect.DeepEqual(rep.DecisionsDropped, []runtime.RunCalls{{RunID: id, CallIDs: []string{"c5"}}}) {
+		t.Fatalf("report %+v", rep)
+	}
+	got, err := dst.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c3, c4 := got.Entry("c3"), got.Entry("c4")
+	if c3.Decision == nil || !*c3.Decision || c3.Reason != "looks fine" || c3.DecidedBy != "import:alice" || !c3.DecidedAt.Equal(now) {
+		t.Fatalf("c3 %+v", c3)
+	}
+	if c4.Decision == nil || *c4.Decision || c4.DecidedBy != "import:alice" || bytes.Contains(file, []byte("import:")) {
+		t.Fatalf("c4 %+v", c4)
+	}
+	if runtime.ImportedBy("") != "import" {
+		t.Fatalf("an importer without a name is %q", runtime.ImportedBy(""))
+	}
+}
+
+// TestImportedApprovalNotExecuted: an export edited to approve a pending
+// call is imported, and a plain resume (no decision given) does not run
+// the call: the run waits for approval.
+func TestImportedApprovalNotExecuted(t *testing.T) {
+	ctx := context.Background()
+	src, dst := openSQLiteStore(t), openSQLiteStore(t)
+	prog := &ir.Program{
+		Hash: "sha256:forged",
+		Tools: []*ir.Tool{{Name: "echo", Description: "Echo", Risk: "high", RequiresApproval: true, Timeout: 5,
+			Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
+			Body:       ir.Body{Kind: ir.BodyNative}}},
+		Agents: []*ir.Agent{{Name: "A", Prompt: "p", Tools: []string{"echo"}, Retry: -1}},
+	}
+	var execs []string
+	runner := func(s state.Store) *runtime.Runner {
+		r, err := runtime.NewRunner(runtime.Config{Program: prog, Agent: prog.Agents[0], Store: s, Provider: loopProvider{rounds: 1},
+			Executors: map[ir.BodyKind]runtime.Executor{ir.BodyNative: execFunc(func(inv runtime.Invocation) { execs = append(execs, inv.CallID) })}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	st, err := runner(src).Start(ctx, runtime.NewRun{Task: "t", WorkDir: "/w"})
+	if err != nil || st.Status != state.StatusWaitingApproval {
+		t.Fatalf("start: %v %s", err, st.Status)
+	}
+	_, file := export(t, src, st.ID)
+	forged := bytes.Replace(file, []byte(`"stage":"not_started"`), []byte(`"stage":"not_started","decision":true,"decided_by":"mallory"`), 1)
+	if bytes.Equal(forged, file) {
+		t.Fatal("no pending call to forge a decision on")
+	}
+	if _, err := importBytes(dst, forged); err != nil {
+		t.Fatal(err)
+	}
+	got, err := runner(dst).Resume(ctx, runtime.ResumeOptions{RunID: st.ID,
+		Request: runtime.ResumeRequest{SourceHash: prog.Hash, Agent: "A", Provider: loopProvider{}.Identity(), WorkDir: "/w"}})
+	if err != nil || got.Status != state.StatusWaitingApproval || len(execs) != 0 {
+		t.Fatalf("resume after a forged approval: %v, status %s, executed %v; want waiting_approval and nothing run", err, got.Status, execs)
+	}
+}
+
+// countingReader hands out an endless stream (head, then fill bytes) and
+// counts what was read.
+type countingReader struct {
+	head []byte
+	fill byte
+	n    int64
+}
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	k := copy(p, r.head)
+	r.head = r.head[k:]
+	for i := k; i < len(p); i++ {
+		p[i] = r.fill
+	}
+	r.n += int64(len(p))
+	return len(p), nil
+}
+
+// TestReadExportSizeLimit: an export is read up to its limit and no
+// further: a file of exactly the limit imports, one byte more is refused
+// with the limit named, an endless stream after a header is refused after
+// about the limit, and a stream without a header line (/dev/zero) after a
+// few KiB.
+func TestReadExportSizeLimit(t *testing.T) {
+	src := openSQLiteStore(t)
+	if err := src.Create(context.Background(), fullRun("run_01JDSIZE")); err != nil {
+		t.Fatal(err)
+	}
+	_, file := export(t, src, "run_01JDSIZE")
+	limit := int64(len(file))
+	if recs, err := runtime.ReadExportLimit(bytes.NewReader(file), limit); err != nil || len(recs) != 1 {
+		t.Fatalf("a file of exactly the limit: %v", err)
+	}
+	refused := func(err error, want string) {
+		t.Helper()
+		re, ok := runtime.AsError(err)
+		if !ok || re.Code != runtime.CodeExportInvalid || re.Message != want {
+			t.Fatalf("error %v, want %q", err, want)
+		}
+	}
+	_, err := runtime.ReadExportLimit(bytes.NewReader(append(file, '\n')), limit)
+	refused(err, fmt.Sprintf("the file is over %d bytes, the limit for an import; nothing was imported", limit))
+
+	header, _, _ := bytes.Cut(file, []byte("\n"))
+	endless := &countingReader{head: append(header, '\n'), fill: '{'}
+	_, err = runtime.ReadExportLimit(endless, 1<<20)
+	refused(err, "the file is over 1 MiB, the limit for an import; nothing was imported")
+	if endless.n > 1<<20+64<<10 {
+		t.Fatalf("read %d bytes of a stream limited to 1 MiB", endless.n)
+	}
+
+	zeros := &countingReader{}
+	_, err = runtime.ReadExport(zeros)
+	refused(err, `line 1: not a nexa run export (its first line is longer than 4 KiB; a header is one short JSON object with "format": "nexa-runs"); nothing was imported`)
+	if zeros.n > 64<<10 {
+		t.Fatalf("read %d bytes of a stream without a header", zeros.n)
 	}
 }

@@ -187,9 +187,9 @@ const (
 // says nothing) is checked as check says, and reported with the same kind
 // of position.
 func NewScript(path string, check ScriptCheck) (*Script, error) {
-	data, err := os.ReadFile(path)
+	data, err := readScriptFile(path, MaxScriptBytes)
 	if err != nil {
-		return nil, fmt.Errorf("read script: %w", err)
+		return nil, err
 	}
 	s, err := parseScript(path, data)
 	if err != nil {
@@ -202,6 +202,38 @@ func NewScript(path string, check ScriptCheck) (*Script, error) {
 		s.check.Do(func() {})
 	}
 	return s, nil
+}
+
+// MaxScriptBytes bounds a script file (docs/cli.md, "Size limits"). A
+// script is written by hand or by a test; a larger file is a mistake or a
+// device such as /dev/zero, refused at once rather than read into memory
+// without end.
+const MaxScriptBytes = 16 << 20
+
+// readScriptFile reads at most limit bytes of path and refuses a file that
+// holds more, so nothing unbounded is ever read.
+func readScriptFile(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read script: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read script %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("script %s is over %s, the limit for a script file", path, sizeText(limit))
+	}
+	return data, nil
+}
+
+// sizeText writes a limit for people: whole MiB when it is one, else bytes.
+func sizeText(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // checkFrom decodes and checks turn i and every turn after it, and

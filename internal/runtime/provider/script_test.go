@@ -411,3 +411,26 @@ func TestScriptUsageIncrementalMatchesFresh(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptSizeLimit: a script file is read up to MaxScriptBytes and no
+// further; a larger one, or an endless device, is refused with the limit
+// named instead of being read into memory.
+func TestScriptSizeLimit(t *testing.T) {
+	const limit = 64
+	fits := `{"turns": [{"content": "a"}]}`
+	fits += strings.Repeat(" ", limit-len(fits))
+	if data, err := readScriptFile(writeScript(t, fits), limit); err != nil || len(data) != limit {
+		t.Fatalf("a file of exactly the limit: %d bytes, %v", len(data), err)
+	}
+	_, err := readScriptFile(writeScript(t, fits+" "), limit)
+	if err == nil || !strings.Contains(err.Error(), "is over 64 bytes, the limit for a script file") {
+		t.Fatalf("a file one byte over the limit: %v", err)
+	}
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero here")
+	}
+	_, err = NewScript("/dev/zero", CheckEveryTurn)
+	if err == nil || err.Error() != "script /dev/zero is over 16 MiB, the limit for a script file" {
+		t.Fatalf("/dev/zero: %v", err)
+	}
+}
