@@ -464,13 +464,13 @@ func checkResumeFlags(flags []string) string {
 	for i := 0; i < len(flags); i++ {
 		switch flags[i] {
 		case "--no-stream":
-		case "--provider", "--model", "--base-url":
+		case "--provider", "--model", "--base-url", "--policy":
 			if i+1 == len(flags) {
 				return fmt.Sprintf("config.resume_flags: %s has no value", flags[i])
 			}
 			i++
 		default:
-			return fmt.Sprintf("config.resume_flags: %q is not a flag nexa records (only --provider, --model, --base-url, --no-stream)", flags[i])
+			return fmt.Sprintf("config.resume_flags: %q is not a flag nexa records (only --provider, --model, --base-url, --no-stream, --policy)", flags[i])
 		}
 	}
 	return ""
