@@ -28,10 +28,13 @@ type Redactor struct {
 	r       *strings.Replacer
 }
 
-// NewRedactor returns a Redactor of values: each value and its JSON-escaped
-// form (provider bodies and stored JSON quote text as JSON) is replaced by
-// "[REDACTED]", longest first, so a value containing another never leaves
-// a fragment behind.
+// NewRedactor returns a Redactor of values: each value, its JSON-escaped
+// form (provider bodies and stored JSON quote text as JSON) and its
+// encodings (hex, URL escapes, base64 — also inside a longer base64 text;
+// see encodedForms) are replaced by "[REDACTED]", longest first, so a
+// value containing another never leaves a fragment behind. A tool that
+// encodes a key before returning it thus gets no further than one that
+// returns it plainly.
 func NewRedactor(values ...string) *Redactor {
 	ns := needles(values)
 	if len(ns) == 0 {
@@ -52,8 +55,10 @@ func (r *Redactor) Redact(text string) string {
 	return r.r.Replace(text)
 }
 
-// needles lists what to replace: each value and its JSON-escaped form,
-// longest first (strings.Replacer prefers earlier pairs at one position).
+// needles lists what to replace: each value, its JSON-escaped form and its
+// encodings, longest first (strings.Replacer prefers earlier pairs at one
+// position). Values shorter than MinRedactLen contribute nothing, encoded
+// forms included.
 func needles(values []string) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -64,9 +69,15 @@ func needles(values []string) []string {
 		}
 	}
 	for _, v := range values {
+		if len(v) < MinRedactLen {
+			continue
+		}
 		add(v)
 		if b, err := json.Marshal(v); err == nil {
 			add(string(b[1 : len(b)-1]))
+		}
+		for _, e := range encodedForms(v) {
+			add(e)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -112,7 +123,7 @@ func (rw *redactWriter) Write(p []byte) (int, error) {
 	limit := len(rw.buf)
 	for _, n := range rw.needles {
 		for k := min(len(n)-1, len(rw.buf)); k >= 1; k-- {
-			if bytes.HasSuffix(rw.buf, []byte(n[:k])) {
+			if string(rw.buf[len(rw.buf)-k:]) == n[:k] {
 				limit = min(limit, len(rw.buf)-k)
 				break
 			}
@@ -147,7 +158,7 @@ func (rw *redactWriter) safeCut(cut int) int {
 			if lo >= hi {
 				continue
 			}
-			if i := bytes.Index(rw.buf[lo:hi], []byte(n)); i >= 0 && lo+i < cut {
+			if i := strings.Index(string(rw.buf[lo:hi]), n); i >= 0 && lo+i < cut {
 				cut = lo + i
 				changed = true
 			}
