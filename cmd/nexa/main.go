@@ -14,7 +14,7 @@ func main() {
 	// First, before any tool can start: take the keys out of the
 	// environment block other processes read as /proc/PID/environ, and
 	// make nexa not dumpable. Best effort: where /proc is missing or
-	// refuses, nexa runs as before (docs/tools.md, "Keys and tools").
+	// refuses, nexa runs as before (docs/tools.md, "nexa's own environment").
 	_ = procenv.HideSecrets()
 	lategc.Start(lategc.Default)
 	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
