@@ -7,9 +7,15 @@ import (
 	"github.com/nexa-run/nexa/internal/cli"
 	"github.com/nexa-run/nexa/internal/lategc"
 	_ "github.com/nexa-run/nexa/internal/pretouch" // nexa agent: the heap faulted in while the process starts
+	"github.com/nexa-run/nexa/internal/procenv"
 )
 
 func main() {
+	// First, before any tool can start: take the keys out of the
+	// environment block other processes read as /proc/PID/environ, and
+	// make nexa not dumpable. Best effort: where /proc is missing or
+	// refuses, nexa runs as before (docs/tools.md, "nexa's own environment").
+	_ = procenv.HideSecrets()
 	lategc.Start(lategc.Default)
 	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -14,13 +14,17 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/nexa-run/nexa/internal/cli"
+	"github.com/nexa-run/nexa/internal/procenv"
 )
 
 // TestMain lets the test binary act as the nexa command inside scripts (and
 // in PATH for commands the scripts start through a shell).
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"nexa":              func() { os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"nexa": func() {
+			_ = procenv.HideSecrets() // as main does, first
+			os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		},
 		"nexa-notes-server": notesServer,
 	})
 }

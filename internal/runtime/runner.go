@@ -220,6 +220,7 @@ func DeadlineFor(now time.Time, timeout time.Duration, agent *ir.Agent) *time.Ti
 // decision, or fails; then it releases the lease. The returned state is
 // what was last saved.
 func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) {
+	nr.Task = r.redact(nr.Task) // a key typed into the task is stored, shown and sent as [REDACTED]
 	now := r.now().UTC()
 	id := nr.ID
 	if id == "" {

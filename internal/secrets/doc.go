@@ -15,8 +15,9 @@
 //     accessors (Value.String, Value.Map, Set.Lookup, Set.Env);
 //   - a Redactor (NewRedactor) replaces every known secret value — the
 //     set's strings, the model key, the values of secret-named environment
-//     variables (IsSecretName, EnvValues) and URL passwords — in text that
-//     is about to be stored, logged, printed or sent, and its Writer does
-//     the same for a stream (tool logs, MCP server stderr, nexa's stdout
-//     and stderr).
+//     variables (IsSecretName, EnvValues) and URL passwords — and its
+//     JSON-escaped, hex, URL-escaped and base64 forms in text that is
+//     about to be stored, logged, printed or sent, and its Writer does the
+//     same for a stream (tool logs, MCP server stderr, nexa's stdout and
+//     stderr).
 package secrets

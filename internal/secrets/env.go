@@ -3,6 +3,7 @@ package secrets
 import (
 	"net/url"
 	"strings"
+	"unicode"
 )
 
 // secretSuffixes end the names of environment variables that hold
@@ -55,24 +56,41 @@ func EnvValues(environ []string) []string {
 // (postgres://user:pass@host/db) as written and, when it differs,
 // percent-decoded; nil when s holds no such URL.
 func URLPasswords(s string) []string {
-	_, rest, ok := strings.Cut(strings.TrimSpace(s), "://")
+	start, end, ok := URLPasswordSpan(s)
 	if !ok {
 		return nil
+	}
+	written := s[start:end]
+	out := []string{written}
+	if decoded, err := url.PathUnescape(written); err == nil && decoded != written {
+		out = append(out, decoded)
+	}
+	return out
+}
+
+// URLPasswordSpan locates the password of a URL with credentials in s
+// (postgres://user:pass@host/db): s[start:end] is the password as written.
+// ok is false when s holds no such URL. It lets a caller blank the password
+// where it sits (the process's environment block) without parsing the URL
+// itself.
+func URLPasswordSpan(s string) (start, end int, ok bool) {
+	lead := len(s) - len(strings.TrimLeftFunc(s, unicode.IsSpace))
+	trimmed := strings.TrimSpace(s)
+	scheme, rest, found := strings.Cut(trimmed, "://")
+	if !found {
+		return 0, 0, false
 	}
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
 		rest = rest[:i]
 	}
 	at := strings.LastIndexByte(rest, '@')
 	if at < 0 {
-		return nil
+		return 0, 0, false
 	}
-	_, written, ok := strings.Cut(rest[:at], ":")
-	if !ok || written == "" {
-		return nil
+	colon := strings.IndexByte(rest[:at], ':')
+	if colon < 0 || colon+1 == at {
+		return 0, 0, false
 	}
-	out := []string{written}
-	if decoded, err := url.PathUnescape(written); err == nil && decoded != written {
-		out = append(out, decoded)
-	}
-	return out
+	start = lead + len(scheme) + len("://") + colon + 1
+	return start, lead + len(scheme) + len("://") + at, true
 }

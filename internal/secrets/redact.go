@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -25,13 +26,19 @@ const MinRedactLen = 4
 // concurrent use.
 type Redactor struct {
 	needles []string
-	r       *strings.Replacer
+	// sorted are the needles in byte order, for the Writer's search of a
+	// tail that could start one.
+	sorted []string
+	r      *strings.Replacer
 }
 
-// NewRedactor returns a Redactor of values: each value and its JSON-escaped
-// form (provider bodies and stored JSON quote text as JSON) is replaced by
-// "[REDACTED]", longest first, so a value containing another never leaves
-// a fragment behind.
+// NewRedactor returns a Redactor of values: each value, its JSON-escaped
+// form (provider bodies and stored JSON quote text as JSON) and its
+// encodings (hex, URL escapes, base64 — also inside a longer base64 text;
+// see encodedForms) are replaced by "[REDACTED]", longest first, so a
+// value containing another never leaves a fragment behind. A tool that
+// encodes a key before returning it thus gets no further than one that
+// returns it plainly.
 func NewRedactor(values ...string) *Redactor {
 	ns := needles(values)
 	if len(ns) == 0 {
@@ -41,7 +48,9 @@ func NewRedactor(values ...string) *Redactor {
 	for _, n := range ns {
 		pairs = append(pairs, n, redacted)
 	}
-	return &Redactor{needles: ns, r: strings.NewReplacer(pairs...)}
+	sorted := slices.Clone(ns)
+	slices.Sort(sorted)
+	return &Redactor{needles: ns, sorted: sorted, r: strings.NewReplacer(pairs...)}
 }
 
 // Redact returns text with every known value replaced.
@@ -52,8 +61,10 @@ func (r *Redactor) Redact(text string) string {
 	return r.r.Replace(text)
 }
 
-// needles lists what to replace: each value and its JSON-escaped form,
-// longest first (strings.Replacer prefers earlier pairs at one position).
+// needles lists what to replace: each value, its JSON-escaped form and its
+// encodings, longest first (strings.Replacer prefers earlier pairs at one
+// position). Values shorter than MinRedactLen contribute nothing, encoded
+// forms included.
 func needles(values []string) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -64,9 +75,15 @@ func needles(values []string) []string {
 		}
 	}
 	for _, v := range values {
+		if len(v) < MinRedactLen {
+			continue
+		}
 		add(v)
 		if b, err := json.Marshal(v); err == nil {
 			add(string(b[1 : len(b)-1]))
+		}
+		for _, e := range encodedForms(v) {
+			add(e)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -88,7 +105,12 @@ func (r *Redactor) Writer(w io.Writer) io.WriteCloser {
 	if r == nil {
 		r = &Redactor{}
 	}
-	return &redactWriter{w: w, r: r.r, needles: r.needles}
+	rw := &redactWriter{w: w, r: r.r, sorted: r.sorted}
+	for _, n := range r.needles {
+		rw.needles = append(rw.needles, []byte(n))
+		rw.maxLen = max(rw.maxLen, len(n))
+	}
+	return rw
 }
 
 const redactChunk = 64 << 10
@@ -97,7 +119,9 @@ type redactWriter struct {
 	mu      sync.Mutex
 	w       io.Writer
 	r       *strings.Replacer
-	needles []string
+	needles [][]byte
+	sorted  []string
+	maxLen  int
 	buf     []byte
 }
 
@@ -110,12 +134,10 @@ func (rw *redactWriter) Write(p []byte) (int, error) {
 	rw.buf = append(rw.buf, p...)
 	// Hold back a tail that could be the start of a secret still arriving.
 	limit := len(rw.buf)
-	for _, n := range rw.needles {
-		for k := min(len(n)-1, len(rw.buf)); k >= 1; k-- {
-			if bytes.HasSuffix(rw.buf, []byte(n[:k])) {
-				limit = min(limit, len(rw.buf)-k)
-				break
-			}
+	for k := min(rw.maxLen-1, len(rw.buf)); k >= 1; k-- {
+		if rw.startsANeedle(rw.buf[len(rw.buf)-k:]) {
+			limit = len(rw.buf) - k
+			break
 		}
 	}
 	cut := lastLineEnd(rw.buf[:limit]) + 1
@@ -130,6 +152,14 @@ func (rw *redactWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// startsANeedle reports whether tail is the beginning of a needle: the
+// first needle not less than tail, in byte order, starts with it if any
+// does.
+func (rw *redactWriter) startsANeedle(tail []byte) bool {
+	i := sort.Search(len(rw.sorted), func(i int) bool { return rw.sorted[i] >= string(tail) })
+	return i < len(rw.sorted) && len(rw.sorted[i]) >= len(tail) && rw.sorted[i][:len(tail)] == string(tail)
 }
 
 // lastLineEnd is the index of the last '\n' or '\r' in b, or -1.
@@ -147,7 +177,7 @@ func (rw *redactWriter) safeCut(cut int) int {
 			if lo >= hi {
 				continue
 			}
-			if i := bytes.Index(rw.buf[lo:hi], []byte(n)); i >= 0 && lo+i < cut {
+			if i := bytes.Index(rw.buf[lo:hi], n); i >= 0 && lo+i < cut {
 				cut = lo + i
 				changed = true
 			}

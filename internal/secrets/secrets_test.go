@@ -408,3 +408,17 @@ func TestUnnamedBlockIsSkipped(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestURLPasswordSpanPointsAtThePasswordAsWritten(t *testing.T) {
+	for _, s := range []string{"postgres://app:p%40ss@db/app?sslmode=disable", "  http://u:pw@proxy:3128", "mysql://u:p:with:colons@h/x"} {
+		start, end, ok := URLPasswordSpan(s)
+		if !ok || s[start:end] != URLPasswords(s)[0] {
+			t.Errorf("URLPasswordSpan(%q) = %d, %d, %v", s, start, end, ok)
+		}
+	}
+	for _, s := range []string{"postgres://u:@h/db", "postgres://u@h/db", "/a/b", ""} {
+		if _, _, ok := URLPasswordSpan(s); ok {
+			t.Errorf("URLPasswordSpan(%q) found a password", s)
+		}
+	}
+}
