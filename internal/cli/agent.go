@@ -362,7 +362,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		run, err = runner.Start(ctx, runtime.NewRun{
 			ID: runID, Task: args[2], File: file, WorkDir: wd, Deadline: deadline,
 			Budgets:     state.Budgets{MaxTurns: f.maxTurns, MaxToolCalls: f.maxToolCalls, MaxTokens: f.maxTokens},
-			ResumeFlags: append(providerFlags(c), policyFlags(rules)...),
+			ResumeFlags: append(providerFlags(c), policyFlags(rules, wd)...),
 
 			ApprovalTimeout: approvalWait,
 		})

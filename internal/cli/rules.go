@@ -39,10 +39,15 @@ func loadRules(path string) (runtime.Rules, error) {
 
 // policyFlags are the flags a resume of a run under rules must repeat
 // (recorded with the run's provider flags, for its resume commands and
-// nexa serve --execute): the policy's absolute path.
-func policyFlags(rules runtime.Rules) []string {
+// nexa serve --execute, which run in the run's working directory wd): the
+// policy's path, relative to wd when the policy is inside it.
+func policyFlags(rules runtime.Rules, wd string) []string {
 	if rules == nil {
 		return nil
 	}
-	return []string{"--policy", rules.Ref().Path}
+	p := rules.Ref().Path
+	if rel, err := filepath.Rel(wd, p); err == nil && filepath.IsLocal(rel) {
+		p = rel
+	}
+	return []string{"--policy", p}
 }
