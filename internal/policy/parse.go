@@ -90,6 +90,9 @@ func Parse(name string, data []byte) (*Policy, error) {
 	if len(data) > MaxSize {
 		return nil, Errors{{File: name, Msg: fmt.Sprintf("the policy is larger than %d bytes (1 MiB)", MaxSize)}}
 	}
+	if line, msg := checkShape(data); msg != "" {
+		return nil, Errors{{File: name, Line: line, Msg: msg}}
+	}
 	var doc map[string]any
 	if _, err := toml.Decode(string(data), &doc); err != nil {
 		var pe toml.ParseError
