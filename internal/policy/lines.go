@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 )
@@ -193,4 +194,95 @@ func splitDotted(s string) []string {
 		}
 	}
 	return append(out, strings.TrimSpace(cur.String()))
+}
+
+// Bounds on the shape of a policy, checked before the TOML library reads
+// it: its time grows with the square of how deeply tables nest and of how
+// many parts a dotted key has, and a real policy needs a handful of each.
+const (
+	maxNesting  = 16
+	maxKeyParts = 32
+)
+
+// checkShape refuses text nested deeper than maxNesting brackets or with a
+// line of more than maxKeyParts dotted key parts, so that a hostile file of
+// 1 MiB cannot keep the parser busy for minutes. It skips strings and
+// comments; anything it cannot make sense of is left to the parser.
+func checkShape(data []byte) (int, string) {
+	depth, dots, line := 0, 0, 1
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '\n':
+			line++
+			dots = 0
+		case '#':
+			for i+1 < len(data) && data[i+1] != '\n' {
+				i++
+			}
+		case '"', '\'':
+			if i+2 < len(data) && data[i+1] == c && data[i+2] == c {
+				// a multi-line string, to its closing triple quote
+				i += 3
+				for i < len(data) && !(i+2 < len(data) && data[i] == c && data[i+1] == c && data[i+2] == c) {
+					if data[i] == '\\' && c == '"' {
+						i++
+					}
+					if i < len(data) && data[i] == '\n' {
+						line++
+					}
+					i++
+				}
+				i += 2
+				continue
+			}
+			for i+1 < len(data) && data[i+1] != '\n' {
+				i++
+				if data[i] == '\\' && c == '"' {
+					i++
+					continue
+				}
+				if data[i] == c {
+					break
+				}
+			}
+		case '[', '{':
+			depth++
+			if depth > maxNesting {
+				return line, fmt.Sprintf("tables and lists nest more than %d levels deep; a policy needs only a few", maxNesting)
+			}
+		case ']', '}':
+			if depth > 0 {
+				depth--
+			}
+		case '.':
+			if !decimalPoint(data, i) {
+				dots++
+				if dots >= maxKeyParts {
+					return line, fmt.Sprintf("a line has a key of more than %d dotted parts", maxKeyParts)
+				}
+			}
+		}
+	}
+	return 0, ""
+}
+
+// decimalPoint reports whether the dot at i is the one point of a number
+// (digits on both sides, no other dot in the same run of digits).
+func decimalPoint(data []byte, i int) bool {
+	digit := func(c byte) bool { return c >= '0' && c <= '9' || c == '_' }
+	if i == 0 || i+1 >= len(data) || !digit(data[i-1]) || !digit(data[i+1]) {
+		return false
+	}
+	j := i - 1
+	for j >= 0 && digit(data[j]) {
+		j--
+	}
+	if j >= 0 && data[j] == '.' {
+		return false
+	}
+	k := i + 1
+	for k < len(data) && digit(data[k]) {
+		k++
+	}
+	return k >= len(data) || data[k] != '.'
 }

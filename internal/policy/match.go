@@ -264,9 +264,9 @@ func parseDecimal(s string) (decimal, bool) {
 	} else if strings.HasPrefix(s, "+") {
 		s = s[1:]
 	}
-	mant, expPart := s, ""
+	mant, expPart, hasExp := s, "", false
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		mant, expPart = s[:i], s[i+1:]
+		mant, expPart, hasExp = s[:i], s[i+1:], true
 	}
 	intPart, frac := mant, ""
 	if i := strings.IndexByte(mant, '.'); i >= 0 {
@@ -283,9 +283,9 @@ func parseDecimal(s string) (decimal, bool) {
 		}
 	}
 	exp := 0
-	if expPart != "" {
+	if hasExp {
 		neg := false
-		if expPart[0] == '+' || expPart[0] == '-' {
+		if expPart != "" && (expPart[0] == '+' || expPart[0] == '-') {
 			neg, expPart = expPart[0] == '-', expPart[1:]
 		}
 		if expPart == "" {

@@ -90,6 +90,9 @@ func Parse(name string, data []byte) (*Policy, error) {
 	if len(data) > MaxSize {
 		return nil, Errors{{File: name, Msg: fmt.Sprintf("the policy is larger than %d bytes (1 MiB)", MaxSize)}}
 	}
+	if line, msg := checkShape(data); msg != "" {
+		return nil, Errors{{File: name, Line: line, Msg: msg}}
+	}
 	var doc map[string]any
 	if _, err := toml.Decode(string(data), &doc); err != nil {
 		var pe toml.ParseError
@@ -169,16 +172,17 @@ func (c *checker) policy(doc map[string]any) *Policy {
 			c.lines.setRules(len(tables))
 			seen := map[string]int{}
 			for i, t := range tables {
-				r := c.rule(i, t)
-				if r == nil {
-					continue
+				r, ok := c.rule(i, t)
+				if r.name != "" {
+					if first, dup := seen[r.name]; dup {
+						c.errorf(r.line, "duplicate rule name %q: the rule at line %d has it already", r.name, first)
+						continue
+					}
+					seen[r.name] = r.line
 				}
-				if first, dup := seen[r.name]; dup {
-					c.errorf(r.line, "duplicate rule name %q: the rule at line %d has it already", r.name, first)
-					continue
+				if ok {
+					p.rules = append(p.rules, r)
 				}
-				seen[r.name] = r.line
-				p.rules = append(p.rules, r)
 			}
 		default:
 			if k == "rules" {
@@ -213,8 +217,9 @@ func tableList(v any) ([]map[string]any, bool) {
 	return nil, false
 }
 
-func (c *checker) rule(i int, t map[string]any) *rule {
-	r := &rule{line: c.lines.find(i)}
+// rule checks one [[rule]]; ok is false when it has errors.
+func (c *checker) rule(i int, t map[string]any) (r *rule, ok bool) {
+	r = &rule{line: c.lines.find(i)}
 	where := fmt.Sprintf("in rule %d", i+1)
 	before := len(c.errs)
 	if name, ok := t["name"]; !ok {
@@ -275,12 +280,12 @@ func (c *checker) rule(i int, t map[string]any) *rule {
 		c.errorf(r.line, "deny rule %s has no reason; the model is told why its call was refused, so write reason = \"...\"", ruleLabel(r, i))
 	}
 	if len(c.errs) > before || r.name == "" {
-		return nil
+		return r, false
 	}
 	// args come before pointers, each in file order (sortedKeys did that
 	// within a table; the stable sort keeps it across both)
 	sort.SliceStable(r.conds, func(a, b int) bool { return !r.conds[a].isPtr && r.conds[b].isPtr })
-	return r
+	return r, true
 }
 
 func ruleLabel(r *rule, i int) string {

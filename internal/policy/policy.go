@@ -164,3 +164,14 @@ func hashOf(data []byte) string {
 	sum := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
+
+// CheckArgs reports whether raw are arguments Decide can read: one JSON
+// object naming no member twice (empty means {}). `nexa policy explain`
+// uses it so that a typo in its ARGS_JSON is an error, not "no match".
+func CheckArgs(raw json.RawMessage) error {
+	_, err := decodeArgs(raw)
+	return err
+}
+
+// Risks are the risk levels a tool can have, lowest first.
+func Risks() []string { return append([]string(nil), risks...) }
