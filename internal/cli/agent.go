@@ -191,7 +191,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		}
 		r, err := loadRules(p)
 		if err != nil {
-			return agentFailure(e, f, ExitUsage, runtime.CodePolicy, fmt.Sprintf("policy %s: %v", p, err))
+			return agentFailure(e, f, ExitUsage, runtime.CodePolicy, fmt.Sprintf("policy: %v", err))
 		}
 		rules = r
 	}

@@ -67,6 +67,10 @@ Exit status: 0 when the policy is valid, 2 when it is not (or cannot be read).`,
 	return cmd
 }
 
+// maxPolicyErrors is how many errors of one policy file are shown: a
+// hostile file cannot flood the terminal or a CI log.
+const maxPolicyErrors = 50
+
 // policyFailure reports a policy that cannot be used: every error on
 // standard error, and with --json an error object on standard output.
 func policyFailure(e *env, asJSON bool, err error) error {
@@ -74,8 +78,15 @@ func policyFailure(e *env, asJSON bool, err error) error {
 	if !errors.As(err, &es) {
 		es = policy.Errors{{Msg: err.Error()}}
 	}
+	more := 0
+	if len(es) > maxPolicyErrors {
+		es, more = es[:maxPolicyErrors], len(es)-maxPolicyErrors
+	}
 	for _, pe := range es {
 		fmt.Fprintln(e.stderr, pe.Error())
+	}
+	if more > 0 {
+		fmt.Fprintf(e.stderr, "… and %d more errors\n", more)
 	}
 	if asJSON {
 		list := make([]map[string]any, len(es))

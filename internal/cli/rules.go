@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 
 	"github.com/nexa-run/nexa/internal/policy"
@@ -31,6 +33,12 @@ func loadRules(path string) (runtime.Rules, error) {
 		path = abs
 	}
 	p, err := policy.Load(path)
+	var es policy.Errors
+	if errors.As(err, &es) && len(es) > 1 {
+		// The run's error object names the first; nexa policy check
+		// lists them all.
+		return nil, fmt.Errorf("%w (and %d more errors: run nexa policy check %s)", es[0], len(es)-1, path)
+	}
 	if err != nil {
 		return nil, err
 	}
