@@ -6,7 +6,6 @@ import (
 
 	"github.com/nexa-run/nexa/internal/cli"
 	"github.com/nexa-run/nexa/internal/lategc"
-	_ "github.com/nexa-run/nexa/internal/pretouch" // nexa agent: the heap faulted in while the process starts
 	"github.com/nexa-run/nexa/internal/procenv"
 )
 

@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/cli/early"
 	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/runtime"
 	"github.com/nexa-run/nexa/internal/runtime/builtin"
@@ -97,9 +96,8 @@ func openStore(e *env, flag, wd string, create bool) (storeHandle, error) {
 	return s, nil
 }
 
-// openingStore is a resume's store being opened in the background (or
-// taken from internal/cli/early, which opened it before main), and the run
-// to resume being read from it.
+// openingStore is a resume's store being opened in the background, and
+// the run to resume being read from it.
 type openingStore struct {
 	done  chan struct{}
 	st    storeHandle
@@ -110,16 +108,11 @@ type openingStore struct {
 
 // openStoreAhead starts opening an existing store (never creating one) and
 // reading run runID from it, so that a resume can do independent work,
-// such as compiling, meanwhile. When the process opened that store and
-// started that read before main (internal/cli/early), it takes them.
+// such as compiling, meanwhile.
 func openStoreAhead(e *env, flag, wd, runID string) *openingStore {
 	o := &openingStore{done: make(chan struct{})}
 	go func() {
 		defer close(o.done)
-		if st, read := early.Take(storePath(e, flag, wd), runID); st != nil {
-			o.st, o.pre = st, runtime.PreloadFrom(context.Background(), st, runID, read)
-			return
-		}
 		o.st, o.err = openStore(e, flag, wd, false)
 		if o.err == nil {
 			o.pre = runtime.Preload(context.Background(), o.st, runID)

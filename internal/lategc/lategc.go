@@ -30,9 +30,9 @@ var started atomic.Bool
 // threshold bytes, then restores the collector's settings. It does nothing
 // when the user chose settings (GOGC or GOMEMLIMIT in the environment),
 // threshold is not positive, or an earlier Start in the process did
-// something (the first one wins: the read ahead of a resume starts the
-// process's allocations before main, internal/cli/early). It returns
-// whether it changed anything.
+// something (main calls it once; a second call must not take the first
+// one's "off" for the settings to restore). It returns whether it
+// changed anything.
 func Start(threshold int64) bool {
 	if threshold <= 0 || os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return false

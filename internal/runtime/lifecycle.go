@@ -155,17 +155,6 @@ func Preload(ctx context.Context, s state.Store, runID string) *Preloaded {
 	return preloading(func() (*state.RunState, error) { return loadForDrive(ctx, s, runID) })
 }
 
-// PreloadFrom is Preload for a read that was started before the runtime
-// could start it (internal/cli/early starts one while the process is still
-// initialising): read waits for it and gives what s's LoadForDrive gave.
-// s must be a state.DriveLoader.
-func PreloadFrom(ctx context.Context, s state.Store, runID string, read func() (*state.RunState, error)) *Preloaded {
-	return preloading(func() (*state.RunState, error) {
-		st, err := read()
-		return driveLoaded(ctx, s, runID, st, err)
-	})
-}
-
 // preloading runs load on its own goroutine and keeps its result.
 func preloading(load func() (*state.RunState, error)) *Preloaded {
 	p := &Preloaded{done: make(chan struct{})}

@@ -3,7 +3,6 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -201,33 +200,4 @@ func TestResumeUsesACurrentPreload(t *testing.T) {
 	if err != nil || st.Status != state.StatusCompleted {
 		t.Fatalf("resume from a current read ahead: %v, status %s", err, st.Status)
 	}
-}
-
-// TestResumeTakesAReadStartedElsewhere: a read ahead started before the
-// runtime could start it (internal/cli/early) is used as Preload's is,
-// and a failed one is not: the resume reads the run itself.
-func TestResumeTakesAReadStartedElsewhere(t *testing.T) {
-	ctx := context.Background()
-	t.Run("read", func(t *testing.T) {
-		s, r, paused, req := pausedOnSQLite(t, 2)
-		pre := runtime.PreloadFrom(ctx, s, paused.ID, func() (*state.RunState, error) {
-			return s.LoadForDrive(ctx, paused.ID)
-		})
-		st, err := r.Resume(ctx, runtime.ResumeOptions{RunID: paused.ID, Request: req, Preloaded: pre,
-			Decisions: []runtime.Decision{{CallID: "c2", Approve: true}}})
-		if err != nil || st.Status != state.StatusCompleted {
-			t.Fatalf("resume from a read started elsewhere: %v, status %s", err, st.Status)
-		}
-	})
-	t.Run("failed", func(t *testing.T) {
-		s, r, paused, req := pausedOnSQLite(t, 2)
-		pre := runtime.PreloadFrom(ctx, s, paused.ID, func() (*state.RunState, error) {
-			return nil, errors.New("the early read failed")
-		})
-		st, err := r.Resume(ctx, runtime.ResumeOptions{RunID: paused.ID, Request: req, Preloaded: pre,
-			Decisions: []runtime.Decision{{CallID: "c2", Approve: true}}})
-		if err != nil || st.Status != state.StatusCompleted {
-			t.Fatalf("resume after a failed read ahead: %v, status %s", err, st.Status)
-		}
-	})
 }

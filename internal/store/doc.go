@@ -13,8 +13,8 @@
 // tightened to 0600 once Open has verified that it is a nexa run store (a file
 // that is not one is never modified, not even its mode); a failing chmod (a
 // file owned by another user) is ignored, because the store still works.
-// Close leaves the -wal file in place (up to walKeep) rather than
-// checkpointing it into the database file: the store is both files.
+// Close copies the -wal file into the database file (SQLite does so as the
+// last connection closes), so between processes the store is that file.
 //
 // # Schema
 //

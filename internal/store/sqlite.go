@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -92,8 +93,6 @@ type SQLite struct {
 	// a save whose header differs only in usage and updated_at writes
 	// only those (see writeRun).
 	saved runrow.Saved
-	// onlyCurrent is Open's OnlyIfCurrent.
-	onlyCurrent bool
 }
 
 var _ state.Store = (*SQLite)(nil)
@@ -104,23 +103,6 @@ type Option func(*options)
 type options struct {
 	busyTimeout time.Duration
 	now         func() time.Time
-	onlyCurrent bool
-}
-
-// ErrNotCurrent is Open's error, with OnlyIfCurrent, for a store it would
-// have to create, complete or migrate.
-var ErrNotCurrent = errors.New("not a current run store")
-
-// OnlyIfCurrent makes Open create, write and migrate nothing: it opens
-// only an existing store of the current schema, in WAL mode, whose
-// directory already has what Open would add to it, and fails with
-// ErrNotCurrent otherwise. (Like every Open, it still takes group and other
-// permissions off the store's files.) It is for opening a store before the
-// command line is fully parsed (a resume's read ahead, internal/cli/early):
-// an open that may turn out not to be wanted must leave the store as it
-// was; the command's own open, later, does the rest.
-func OnlyIfCurrent() Option {
-	return func(o *options) { o.onlyCurrent = true }
 }
 
 // WithClock sets the clock of lease expiry and of the timestamps the store
@@ -173,9 +155,22 @@ func Locate(name, wd string) string {
 // keeps fsync.
 var useFdatasync = sync.OnceFunc(func() { _, _ = sqlite.Fdatasync(true) })
 
-// sqliteDriver opens every store's connections (through connector, which
-// turns their checkpoint-on-close off).
+// sqliteDriver opens every store's connections.
 var sqliteDriver = &sqlite.Driver{}
+
+// connector opens the store's connections with its DSN through
+// sqliteDriver, so that no driver name is registered for it.
+type connector struct {
+	dsn string
+	drv *sqlite.Driver
+}
+
+// Connect opens one connection; database/sql calls it for each connection
+// of the pool.
+func (c connector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
+
+// Driver is the driver the connections come from.
+func (c connector) Driver() driver.Driver { return c.drv }
 
 // maxConns bounds the pool. WAL lets readers run beside the one writer, so a
 // few connections let List or Load proceed while a Save waits for its lock.
@@ -201,11 +196,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open run store %s: %w", path, err)
 	}
-	if o.onlyCurrent {
-		if !prepared(abs) {
-			return nil, fmt.Errorf("open run store %s: %w", path, ErrNotCurrent)
-		}
-	} else if err := prepareFiles(abs); err != nil {
+	if err := prepareFiles(abs); err != nil {
 		return nil, fmt.Errorf("open run store %s: %w", path, err)
 	}
 	useFdatasync()
@@ -216,7 +207,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
 
-	s := &SQLite{db: db, path: abs, now: o.now, busyTimeout: o.busyTimeout, held: map[string]*os.File{}, onlyCurrent: o.onlyCurrent}
+	s := &SQLite{db: db, path: abs, now: o.now, busyTimeout: o.busyTimeout, held: map[string]*os.File{}}
 	// The identity is the open descriptor's, so the file guard reads is
 	// the file it compares against; init reads the header through it too.
 	if s.headFD, err = syscall.Open(abs, syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err != nil {
@@ -253,9 +244,6 @@ func (s *SQLite) init(ctx context.Context) error {
 		// A current store in WAL mode (the mode is persistent, and set
 		// by the Open that created the store): nothing to set or migrate.
 		return nil
-	}
-	if s.onlyCurrent {
-		return ErrNotCurrent
 	}
 	var mode string
 	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
@@ -340,18 +328,6 @@ func prepareFiles(abs string) error {
 
 // prepared reports whether prepareFiles would leave abs as it is: the
 // database file exists (a regular file) and, in a .nexa directory, the
-// directory's .gitignore too.
-func prepared(abs string) bool {
-	if fi, err := os.Stat(abs); err != nil || !fi.Mode().IsRegular() {
-		return false
-	}
-	if dir := filepath.Dir(abs); filepath.Base(dir) == DirName {
-		if _, err := os.Lstat(filepath.Join(dir, ".gitignore")); err != nil {
-			return false
-		}
-	}
-	return true
-}
 
 // ensureGitignore writes "*" to DIR/.gitignore unless the file exists, so
 // that a .nexa directory (made by us or anyone) keeps runs out of git. The
@@ -414,9 +390,9 @@ func (s *SQLite) Path() string { return s.path }
 // Close releases the database; it waits for no transaction because every
 // method finishes its own before returning. Leases this handle holds stay
 // in the database but their lock files are unlocked, as when the process
-// dies: another process may take those runs over at once. The
-// write-ahead log stays beside the database file unless it has grown past
-// walKeep (see there): a copy of the store is the file with its -wal.
+// dies: another process may take those runs over at once. SQLite copies
+// the write-ahead log into the database file as the last connection
+// closes.
 func (s *SQLite) Close() error {
 	s.mu.Lock()
 	for id, f := range s.held {
@@ -429,9 +405,6 @@ func (s *SQLite) Close() error {
 			st.Close()
 		}
 	}
-	// A log past walKeep goes into the database file; a failure leaves
-	// it for the next process, which reads it all the same.
-	_ = s.checkpointIfLarge(context.Background())
 	err := s.db.Close()
 	// After SQLite's connections: closing it releases this process's
 	// POSIX locks on the file.
