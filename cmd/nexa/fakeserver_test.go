@@ -30,6 +30,20 @@ type fakeReply struct {
 	// BodyBase64 is sent, decoded, as the body of a plain response: for
 	// bytes a JSON file cannot hold (not UTF-8).
 	BodyBase64 string `json:"body_base64"`
+	// Endless is sent over and over, for ever, after the Stream chunks
+	// (in place of [DONE]) or as the body of a plain response: a server
+	// that never stops talking. It ends when the client goes away.
+	Endless string `json:"endless"`
+}
+
+// writeEndless writes s to w over and over until a write fails.
+func writeEndless(w io.Writer, s string) {
+	block := []byte(strings.Repeat(s, 32<<10/len(s)+1))
+	for {
+		if _, err := w.Write(block); err != nil {
+			return
+		}
+	}
 }
 
 // cmdFakeModel: fakemodel [-json-object-only] REPLIES.json starts an
@@ -107,6 +121,10 @@ func cmdFakeModel(ts *testscript.TestScript, neg bool, args []string) {
 				<-r.Context().Done()
 				return
 			}
+			if rep.Endless != "" {
+				writeEndless(w, rep.Endless)
+				return
+			}
 			if rep.Cut {
 				if hj, ok := w.(http.Hijacker); ok {
 					conn, _, err := hj.Hijack()
@@ -129,6 +147,10 @@ func cmdFakeModel(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
+		if rep.Endless != "" {
+			writeEndless(w, rep.Endless)
+			return
+		}
 		if rep.BodyBase64 != "" {
 			b, err := base64.StdEncoding.DecodeString(rep.BodyBase64)
 			if err != nil {

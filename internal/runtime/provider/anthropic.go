@@ -101,9 +101,10 @@ func NewAnthropic(cfg AnthropicConfig) (*Anthropic, error) {
 	if err != nil {
 		return nil, err
 	}
+	lim := defaultReplyLimits()
 	opts := []option.RequestOption{
 		option.WithBaseURL(base + "/"),
-		option.WithHTTPClient(httpClient(cfg.HTTPClient)),
+		option.WithHTTPClient(httpClient(cfg.HTTPClient, lim)),
 		option.WithMaxRetries(0),
 		option.WithRequestTimeout(anthropicRequestTimeout),
 		// Explicit, so that no ANTHROPIC_OPEN_TELEMETRY* variable is
@@ -125,6 +126,7 @@ func NewAnthropic(cfg AnthropicConfig) (*Anthropic, error) {
 		notFound: fmt.Sprintf("%s/v1/messages was not found; check --base-url (an Anthropic base URL is the API root without /v1, e.g. %s)",
 			base, DefaultAnthropicBaseURL),
 		overloadedStatus: 529, // Anthropic's "overloaded"
+		limits:           lim,
 	}
 	return &Anthropic{cfg: cfg, httpAPI: api, svc: anthropic.NewMessageService(opts...)}, nil
 }
@@ -632,6 +634,9 @@ func (a *Anthropic) stream(ctx context.Context, res *http.Response, progress fun
 		if err != nil {
 			return Reply{}, &Error{Kind: KindMalformedReply, Message: a.redact(err.Error())}
 		}
+		if acc.size > a.limits.content {
+			return Reply{}, contentTooLarge(a.limits.content)
+		}
 		if text != "" && progress != nil {
 			progress(Event{TextDelta: text})
 		}
@@ -689,6 +694,9 @@ type anthropicAcc struct {
 	stopSequence *string
 	usage        map[string]json.RawMessage
 	stopped      bool
+	// size counts the bytes kept from the events (block starts, text,
+	// thinking, signatures, tool input, usage), for the content limit.
+	size int64
 }
 
 // anthropicAccBlock is one content block being assembled from its deltas.
@@ -729,6 +737,7 @@ func (a *anthropicAcc) mergeUsage(u map[string]json.RawMessage) {
 	for k, v := range u {
 		if len(v) > 0 && string(v) != "null" {
 			a.usage[k] = v
+			a.size += int64(len(k) + len(v))
 		}
 	}
 }
@@ -764,6 +773,7 @@ func (a *anthropicAcc) add(typ string, e *anthropicStreamEvent) (string, error) 
 		b.id, b.name = cb.ID, cb.Name
 		b.startInput = cb.Input
 		b.signature.WriteString(cb.Signature)
+		a.size += int64(len(e.ContentBlock) + len(cb.Text) + len(cb.Thinking) + len(cb.Signature))
 		switch cb.Type {
 		case "text":
 			b.text.WriteString(cb.Text)
@@ -776,6 +786,7 @@ func (a *anthropicAcc) add(typ string, e *anthropicStreamEvent) (string, error) 
 		if d == nil {
 			return "", nil
 		}
+		a.size += int64(len(d.Text) + len(d.PartialJSON) + len(d.Thinking) + len(d.Signature))
 		switch d.Type {
 		case "text_delta":
 			a.block(index, "text").text.WriteString(d.Text)

@@ -25,7 +25,9 @@ const (
 	// rules or says nothing (no message, calls that are not a list, a
 	// tool_calls finish without calls, an empty answer, impossible token
 	// counts). It is transient: a model that answered badly once may
-	// answer well when asked again, and a run never completes on it.
+	// answer well when asked again, and a run never completes on it. The
+	// exception is a reply over a size limit (limits.go), which is not
+	// transient: a server that sends too much will do it again.
 	KindBadReply = "bad_reply"
 	// KindTimeout is a request that got no complete reply within the
 	// per-request timeout, or whose stream went silent for longer than

@@ -46,6 +46,9 @@ type httpAPI struct {
 	// overloadedStatus is the 5xx status the server uses for "overloaded"
 	// (Anthropic's 529); 0 when there is none.
 	overloadedStatus int
+	// limits bound the size of a reply (limits.go); the client's
+	// transport applies the same ones.
+	limits *replyLimits
 }
 
 // checkBaseURL returns the base URL a provider named name sends requests
@@ -67,27 +70,28 @@ func checkBaseURL(name, base, def, example, key string) (string, error) {
 // httpClient returns c, or when c is nil a client whose only timeout is on
 // response headers (streams may legitimately run for minutes; WithTimeouts
 // bounds whole requests), with its transport wrapped so that reads of a
-// response report to the request's idle timeout (watchTransport).
-func httpClient(c *http.Client) *http.Client {
+// response report to the request's idle timeout (watchTransport) and no
+// response is read past lim (limitTransport).
+func httpClient(c *http.Client, lim *replyLimits) *http.Client {
 	if c != nil {
 		out := *c
 		base := c.Transport
 		if base == nil {
 			base = http.DefaultTransport
 		}
-		out.Transport = watchTransport{base: base}
+		out.Transport = limitTransport{base: watchTransport{base: base}, limits: lim}
 		return &out
 	}
 	var base http.RoundTripper = http.DefaultTransport
 	if t, ok := http.DefaultTransport.(*http.Transport); ok {
 		// A server that accepts and never answers fails (and is
-		// retried) instead of hanging until the deadline; the body
-		// of a stream is not limited.
+		// retried) instead of hanging until the deadline; the time
+		// a stream takes is not limited here (its size is).
 		t = t.Clone()
 		t.ResponseHeaderTimeout = 10 * time.Minute
 		base = t
 	}
-	return &http.Client{Transport: watchTransport{base: base}}
+	return &http.Client{Transport: limitTransport{base: watchTransport{base: base}, limits: lim}}
 }
 
 // errorResponse finds the HTTP error a failed request got, with its headers
@@ -182,9 +186,13 @@ func (h *httpAPI) networkError(err error) *Error {
 	return nil
 }
 
-// transportError classifies a failure without an HTTP status: the network
-// (see networkError), or a request the client could not build or send.
+// transportError classifies a failure without an HTTP status: a reply over
+// a size limit (tooLarge), the network (see networkError), or a request the
+// client could not build or send.
 func (h *httpAPI) transportError(err error) *Error {
+	if e := tooLarge(err, h.limits); e != nil {
+		return e
+	}
 	if e := h.networkError(err); e != nil {
 		return e
 	}
@@ -198,7 +206,8 @@ func errNoBody() *Error {
 
 // streamEnd checks how the read loop of a stream ended: with the caller's
 // context (its error, which is not the provider's fault and must not be
-// retried), with a broken connection (readErr, the decoder's error), or
+// retried), past a size limit (a permanent KindBadReply, see tooLarge),
+// with a broken connection (readErr, the decoder's error), or
 // cleanly but before the reply was complete; both cuts are transient
 // *Errors of KindStreamCut. ended says how a clean stream ended and missing
 // what the protocol sends last, as in "the stream ended before the model
@@ -206,6 +215,9 @@ func errNoBody() *Error {
 func (h *httpAPI) streamEnd(ctx context.Context, readErr error, complete bool, ended, missing string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s stream: %w", h.name, err)
+	}
+	if e := tooLarge(readErr, h.limits); e != nil {
+		return e
 	}
 	if readErr != nil {
 		return &Error{Kind: KindStreamCut, Transient: true, Message: "the stream broke before the reply was complete: " + h.redact(readErr.Error())}

@@ -76,9 +76,10 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.Kind == "" {
 		cfg.Kind = "openai"
 	}
+	lim := defaultReplyLimits()
 	opts := []option.RequestOption{
 		option.WithBaseURL(base + "/"),
-		option.WithHTTPClient(httpClient(cfg.HTTPClient)),
+		option.WithHTTPClient(httpClient(cfg.HTTPClient, lim)),
 		option.WithMaxRetries(0),
 	}
 	if cfg.APIKey != "" {
@@ -90,6 +91,7 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 		name: "openai", baseURL: base, apiKey: cfg.APIKey,
 		keyHint:  "NEXA_API_KEY or the provider's key variable",
 		notFound: base + "/chat/completions was not found; check --base-url (an OpenAI-compatible base URL usually ends in /v1)",
+		limits:   lim,
 	}
 	return &OpenAI{cfg: cfg, httpAPI: api, svc: openai.NewChatCompletionService(opts...)}, nil
 }
@@ -385,7 +387,11 @@ func (o *OpenAI) stream(ctx context.Context, params openai.ChatCompletionNewPara
 		if perr := checkChunk(&chunk); perr != nil {
 			return Reply{}, &Error{Kind: perr.Kind, Transient: perr.Transient, Message: o.redact(perr.Message)}
 		}
-		if text := acc.add(&chunk); text != "" && progress != nil {
+		text := acc.add(&chunk)
+		if acc.size > o.limits.content {
+			return Reply{}, contentTooLarge(o.limits.content)
+		}
+		if text != "" && progress != nil {
 			progress(Event{TextDelta: text})
 		}
 	}
@@ -460,6 +466,9 @@ type streamAcc struct {
 	usage                  openai.CompletionUsage
 	usageRaw               json.RawMessage
 	done                   bool
+	// size counts the bytes kept from the deltas (text, refusal, call
+	// ids, names and arguments), for the content limit.
+	size int64
 }
 
 // accCall is one tool call being assembled from its deltas.
@@ -498,8 +507,10 @@ func (a *streamAcc) add(c *openai.ChatCompletionChunk) string {
 		text += d.Content
 		a.content.WriteString(d.Content)
 		a.refusal.WriteString(d.Refusal)
+		a.size += int64(len(d.Content) + len(d.Refusal))
 		for _, tc := range d.ToolCalls {
 			a.call(tc).arguments.WriteString(tc.Function.Arguments)
+			a.size += int64(len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments))
 		}
 		if ch.FinishReason != "" {
 			a.finish = ch.FinishReason
@@ -615,11 +626,15 @@ func (a *streamAcc) reply() (Reply, error) {
 
 // classify turns a failed request into an *Error (or, when the caller's
 // context ended, the context's error, which is not the provider's fault and
-// must not be retried). A response whose body the client could not read or
-// parse, without an error status, is not a chat completion.
+// must not be retried). A body over a size limit is a permanent bad reply;
+// a response whose body the client could not otherwise read or parse,
+// without an error status, is not a chat completion.
 func (o *OpenAI) classify(ctx context.Context, err error, res *http.Response) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("openai request: %w", ctxErr)
+	}
+	if e := tooLarge(err, o.limits); e != nil {
+		return e
 	}
 	if status, header, body := errorResponse(err, res, openaiStatus); status != 0 {
 		return o.statusError(status, header, body, o.cfg.Model)

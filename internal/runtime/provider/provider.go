@@ -17,7 +17,9 @@
 //
 // Every reply a provider returns has passed checkReply (reply.go): a reply
 // that is empty or breaks its protocol's rules is a transient error, never
-// an answer.
+// an answer. The HTTP providers read no reply past the limits of limits.go
+// (MaxReplyBytes, MaxStreamBytes); one that passes them is a permanent
+// error, and nothing of it is returned.
 //
 // Every failure a provider reports is an *Error whose Kind is one of the
 // Kind* constants and whose Message never contains an API key.
