@@ -9,8 +9,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/nexa-run/nexa/internal/store/pgstore"
-	"github.com/nexa-run/nexa/internal/store/pgstore/pgtest"
+	"github.com/nexa-run/nexa/internal/store/postgres"
+	"github.com/nexa-run/nexa/internal/store/postgres/pgtest"
 )
 
 // pgCondition is the story condition [postgres]: true when
@@ -63,7 +63,7 @@ func cmdLeaseFree(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: leasefree RUN")
 	}
 	ctx := context.Background()
-	s, err := pgstore.Open(ctx, ts.Getenv("NEXA_STORE"))
+	s, err := postgres.Open(ctx, ts.Getenv("NEXA_STORE"))
 	if err != nil {
 		ts.Fatalf("leasefree: %v", err)
 	}

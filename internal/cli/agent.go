@@ -14,14 +14,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexa-run/nexa/internal/duration"
+	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/lang"
-	"github.com/nexa-run/nexa/internal/runtime"
-	"github.com/nexa-run/nexa/internal/runtime/mcptool"
-	"github.com/nexa-run/nexa/internal/runtime/state"
 	"github.com/nexa-run/nexa/internal/secrets"
-	"github.com/nexa-run/nexa/internal/store"
-	"github.com/nexa-run/nexa/internal/store/pgstore"
+	"github.com/nexa-run/nexa/internal/state"
+	"github.com/nexa-run/nexa/internal/store/postgres"
+	"github.com/nexa-run/nexa/internal/store/sqlite"
+	"github.com/nexa-run/nexa/internal/tools/mcptool"
 )
 
 func init() { register(newAgentCmd) }
@@ -106,7 +106,7 @@ Exit codes: 0 completed, 1 failed, 2 usage or input error (nothing written),
 
 // agentUsageError prints the error object (run_id null) and exits 2.
 func agentUsageError(e *env, f *agentFlags, msg string) error {
-	return agentFailure(e, f, ExitUsage, runtime.CodeUsage, msg)
+	return agentFailure(e, f, ExitUsage, engine.CodeUsage, msg)
 }
 
 // agentFailure prints the error object and exits with code. When the
@@ -149,7 +149,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		return agentUsageError(e, f, "--reason travels with a decision: add --deny CALL_ID (or --approve CALL_ID)")
 	}
 	if f.resume != "" && hasTask {
-		return agentFailure(e, f, ExitUsage, runtime.CodeTaskWithResume, fmt.Sprintf("--resume continues run %s with its own task; a new task needs a new run (drop --resume or the task text)", f.resume))
+		return agentFailure(e, f, ExitUsage, engine.CodeTaskWithResume, fmt.Sprintf("--resume continues run %s with its own task; a new task needs a new run (drop --resume or the task text)", f.resume))
 	}
 	if f.resume == "" && !hasTask {
 		return agentUsageError(e, f, "give the task as the third argument, e.g. nexa agent "+file+" "+agentName+" \"Review the supplied change\"")
@@ -184,38 +184,38 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		}
 		approvalWait = d
 	}
-	var rules runtime.Rules
+	var rules engine.Rules
 	if p := f.policy; p != "" || e.getenv("NEXA_POLICY") != "" {
 		if p == "" {
 			p = e.getenv("NEXA_POLICY")
 		}
 		r, err := loadRules(p)
 		if err != nil {
-			return agentFailure(e, f, ExitUsage, runtime.CodePolicy, fmt.Sprintf("policy: %v", err))
+			return agentFailure(e, f, ExitUsage, engine.CodePolicy, fmt.Sprintf("policy: %v", err))
 		}
 		rules = r
 	}
 
 	if fi, err := os.Stat(file); err != nil {
-		return agentFailure(e, f, ExitUsage, runtime.CodeUsage, fmt.Sprintf("cannot read %s: %v", file, errors.Unwrap(err)))
+		return agentFailure(e, f, ExitUsage, engine.CodeUsage, fmt.Sprintf("cannot read %s: %v", file, errors.Unwrap(err)))
 	} else if fi.IsDir() {
-		return agentFailure(e, f, ExitUsage, runtime.CodeUsage, fmt.Sprintf("%s is a directory, not a .nx file", file))
+		return agentFailure(e, f, ExitUsage, engine.CodeUsage, fmt.Sprintf("%s is a directory, not a .nx file", file))
 	}
 	wd, err := os.Getwd()
 	if err != nil {
-		return agentFailure(e, f, ExitFailed, runtime.CodeInternal, fmt.Sprintf("working directory: %v", err))
+		return agentFailure(e, f, ExitFailed, engine.CodeInternal, fmt.Sprintf("working directory: %v", err))
 	}
 	// A resume opens its existing store while the program compiles: the
 	// two are independent, and a resume never creates a store.
 	var opening *openingStore
-	if f.resume != "" && runtime.ValidRunID(f.resume) {
+	if f.resume != "" && engine.ValidRunID(f.resume) {
 		opening = openStoreAhead(e, f.store, wd, f.resume)
 		defer opening.discard()
 	}
 	prog, firstErr, warnings := compileForRun(e, file)
 	f.warnings = warnings
 	if prog == nil {
-		return agentFailure(e, f, ExitUsage, runtime.CodeCompile, fmt.Sprintf("%s does not compile: %s (run nexa validate %s for every diagnostic)", file, firstErr, file))
+		return agentFailure(e, f, ExitUsage, engine.CodeCompile, fmt.Sprintf("%s does not compile: %s (run nexa validate %s for every diagnostic)", file, firstErr, file))
 	}
 	agent := prog.Agent(agentName)
 	if agent == nil {
@@ -237,7 +237,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		return agentUsageError(e, f, err.Error())
 	}
 	sec.addSecret(secrets.URLPasswords(f.store)...)
-	sec.addSecret(pgstore.Password(storeName(e, f.store)))
+	sec.addSecret(postgres.Password(storeName(e, f.store)))
 	var display *progressPrinter
 	prov, err := resolveProvider(e, f, prog, agent, sec, func(attempt int, err error, delay time.Duration) {
 		display.retrying(attempt, err, delay)
@@ -252,13 +252,13 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	display = progress(e, f.quiet)
 	display.redact = sec.redact
 	defer display.close()
-	if f.resume != "" && !runtime.ValidRunID(f.resume) {
-		return finishAgent(e, c, f, nil, nil, file, &runtime.Error{Code: runtime.CodeRunNotFound, Refusal: true,
+	if f.resume != "" && !engine.ValidRunID(f.resume) {
+		return finishAgent(e, c, f, nil, nil, file, &engine.Error{Code: engine.CodeRunNotFound, Refusal: true,
 			Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", f.resume)}, sec, nil)
 	}
 	var (
 		st  storeHandle
-		pre *runtime.Preloaded
+		pre *engine.Preloaded
 	)
 	if opening != nil {
 		st, pre, err = opening.take()
@@ -268,19 +268,19 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	if err != nil {
 		var se *storeOpenError
 		if errors.As(err, &se) {
-			if se.code == runtime.CodeNoStore {
-				return agentFailure(e, f, se.exit, runtime.CodeRunNotFound, fmt.Sprintf("no run %s: %s", f.resume, se.msg))
+			if se.code == engine.CodeNoStore {
+				return agentFailure(e, f, se.exit, engine.CodeRunNotFound, fmt.Sprintf("no run %s: %s", f.resume, se.msg))
 			}
 			return agentFailure(e, f, se.exit, se.code, se.msg)
 		}
-		return agentFailure(e, f, ExitFailed, runtime.CodeStoreError, err.Error())
+		return agentFailure(e, f, ExitFailed, engine.CodeStoreError, err.Error())
 	}
 	defer st.Close()
 	defer pre.Wait() // the read ahead ends before the store closes
 
 	runID := f.resume
 	if runID == "" {
-		runID = runtime.NewRunID(time.Now())
+		runID = engine.NewRunID(time.Now())
 	}
 	stop := make(chan struct{})
 	sigs := make(chan os.Signal, 2)
@@ -299,15 +299,15 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 
 	// Connecting to MCP servers is bounded by the connect timeout and by
 	// the run's deadline: the one it will get, or the one it has.
-	deadline := runtime.DeadlineFor(time.Now(), timeout, agent)
+	deadline := engine.DeadlineFor(time.Now(), timeout, agent)
 	if f.resume != "" && len(mcpSpecs(prog, agent)) > 0 { // no servers, no connecting to bound
-		if run, err := runtime.Header(context.Background(), st, f.resume); err == nil {
+		if run, err := engine.Header(context.Background(), st, f.resume); err == nil {
 			deadline = run.Config.Deadline
 		}
 	}
-	mcpLog, err := st.LogFile(runID, store.LogMCP)
+	mcpLog, err := st.LogFile(runID, sqlite.LogMCP)
 	if err != nil {
-		return agentFailure(e, f, ExitFailed, runtime.CodeStoreError, err.Error())
+		return agentFailure(e, f, ExitFailed, engine.CodeStoreError, err.Error())
 	}
 	connectTimeout, err := mcpConnectTimeout(e)
 	if err != nil {
@@ -315,9 +315,9 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	}
 	tools, err := connectMCP(context.Background(), prog, agent, wd, mcpLog, sec, connectTimeout, deadline)
 	if err != nil {
-		code, exit := runtime.CodeMCPError, ExitFailed
+		code, exit := engine.CodeMCPError, ExitFailed
 		if errors.Is(err, mcptool.ErrToolClash) {
-			code, exit = runtime.CodeToolClash, ExitUsage
+			code, exit = engine.CodeToolClash, ExitUsage
 		}
 		return agentFailure(e, f, exit, code, sec.redact(fmt.Sprintf("MCP servers of agent %s: %v", agent.Name, err)))
 	}
@@ -332,7 +332,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	if tools.mgr != nil {
 		records = tools.mgr.Records()
 	}
-	runner, err := runtime.NewRunner(runtime.Config{
+	runner, err := engine.NewRunner(engine.Config{
 		Program:          prog,
 		Agent:            tools.agent,
 		ExtraTools:       tools.extra,
@@ -359,7 +359,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 
 	var run *state.RunState
 	if f.resume == "" {
-		run, err = runner.Start(ctx, runtime.NewRun{
+		run, err = runner.Start(ctx, engine.NewRun{
 			ID: runID, Task: args[2], File: file, WorkDir: wd, Deadline: deadline,
 			Budgets:     state.Budgets{MaxTurns: f.maxTurns, MaxToolCalls: f.maxToolCalls, MaxTokens: f.maxTokens},
 			ResumeFlags: append(providerFlags(c), policyFlags(rules, wd)...),
@@ -374,7 +374,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		}
 		o.Preloaded = pre
 		run, err = runner.Resume(ctx, o)
-		if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeRunNotFound {
+		if re, ok := engine.AsError(err); ok && re.Code == engine.CodeRunNotFound {
 			re.Message = fmt.Sprintf("no run %s in the store %s", f.resume, st.Path())
 		}
 	}
@@ -385,8 +385,8 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 // resumeOptions maps the flags of a resume to the runtime's options; the
 // runtime applies the checks of runtime.md section 5 and records the
 // decisions before the run continues.
-func resumeOptions(c *cobra.Command, f *agentFlags, prog *ir.Program, agentName string, ident state.ProviderIdentity, wd string, timeout time.Duration, mcp []state.MCPServer, by string) runtime.ResumeOptions {
-	req := runtime.ResumeRequest{SourceHash: prog.Hash, Agent: agentName, Provider: ident, WorkDir: wd, MCPServers: mcp}
+func resumeOptions(c *cobra.Command, f *agentFlags, prog *ir.Program, agentName string, ident state.ProviderIdentity, wd string, timeout time.Duration, mcp []state.MCPServer, by string) engine.ResumeOptions {
+	req := engine.ResumeRequest{SourceHash: prog.Hash, Agent: agentName, Provider: ident, WorkDir: wd, MCPServers: mcp}
 	if c.Flags().Changed("max-turns") {
 		req.Budgets.MaxTurns = &f.maxTurns
 	}
@@ -396,14 +396,14 @@ func resumeOptions(c *cobra.Command, f *agentFlags, prog *ir.Program, agentName 
 	if c.Flags().Changed("max-tokens") {
 		req.Budgets.MaxTokens = &f.maxTokens
 	}
-	var ds []runtime.Decision
+	var ds []engine.Decision
 	for _, id := range f.approve {
-		ds = append(ds, runtime.Decision{CallID: id, Approve: true, Reason: f.reason, By: by})
+		ds = append(ds, engine.Decision{CallID: id, Approve: true, Reason: f.reason, By: by})
 	}
 	for _, id := range f.deny {
-		ds = append(ds, runtime.Decision{CallID: id, Approve: false, Reason: f.reason, By: by})
+		ds = append(ds, engine.Decision{CallID: id, Approve: false, Reason: f.reason, By: by})
 	}
-	return runtime.ResumeOptions{RunID: f.resume, Request: req, TimeoutGiven: timeout > 0, Decisions: ds}
+	return engine.ResumeOptions{RunID: f.resume, Request: req, TimeoutGiven: timeout > 0, Decisions: ds}
 }
 
 // finishAgent prints the result object and picks the exit code.
@@ -422,7 +422,7 @@ func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, t
 			// the store still knows it.
 			run = peekRun(e, f.store, f.resume)
 		}
-		if run != nil && rerr.Code == runtime.CodeStoreError {
+		if run != nil && rerr.Code == engine.CodeStoreError {
 			// The step that failed to save may have changed the run
 			// in memory (to completed, say): never report that. The
 			// run failed, and the store holds what it last saved.
@@ -449,7 +449,7 @@ func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, t
 		code = exitCodeFor(run.Status)
 	}
 	if run != nil && s != nil && run.Usage.RefusedCalls > len(res.DeniedCalls) {
-		res.DeniedCalls = runtime.DeniedCalls(context.Background(), s, run)
+		res.DeniedCalls = engine.DeniedCalls(context.Background(), s, run)
 	}
 	f.withWarnings(res)
 	f.stdout.do(func() {
@@ -503,9 +503,9 @@ func parseTimeout(s string) (time.Duration, error) {
 
 // toolLogOpener returns the opener of per-run tool logs, at the path the
 // store keeps for them (it deletes them with the run), owner-only.
-func toolLogOpener(st storeHandle, sec *secretSet) func(string) runtime.ToolLog {
-	return func(runID string) runtime.ToolLog {
-		path, err := st.LogFile(runID, store.LogTools)
+func toolLogOpener(st storeHandle, sec *secretSet) func(string) engine.ToolLog {
+	return func(runID string) engine.ToolLog {
+		path, err := st.LogFile(runID, sqlite.LogTools)
 		if err != nil {
 			return nil
 		}

@@ -2,16 +2,17 @@ package cli
 
 import (
 	"fmt"
+	"github.com/nexa-run/nexa/internal/tool"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/ir"
-	"github.com/nexa-run/nexa/internal/runtime"
-	"github.com/nexa-run/nexa/internal/runtime/builtin"
-	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/state"
+	"github.com/nexa-run/nexa/internal/tools/builtin"
 )
 
 // editCheckerFor returns what checks a person's edited arguments for a run
@@ -20,14 +21,14 @@ import (
 // (it must still have the run's hash), its agent, the built-in tools'
 // confinement checks, and the run's policy (the file must still have the
 // run's hash). The resume checks the same again before the call runs.
-func editCheckerFor(e *env, s storeHandle) func(*state.RunState) (runtime.EditChecker, error) {
-	return func(st *state.RunState) (runtime.EditChecker, error) {
+func editCheckerFor(e *env, s storeHandle) func(*state.RunState) (engine.EditChecker, error) {
+	return func(st *state.RunState) (engine.EditChecker, error) {
 		src := st.Config.SourceFile
 		if !filepath.IsAbs(src) {
 			src = filepath.Join(st.Config.WorkDir, src)
 		}
 		refuse := func(format string, a ...any) error {
-			return &runtime.Error{Code: runtime.CodeInvalidEdit, Refusal: true, Message: fmt.Sprintf(format, a...) + "; edited arguments are checked against the run's program, so nothing was recorded"}
+			return &engine.Error{Code: engine.CodeInvalidEdit, Refusal: true, Message: fmt.Sprintf(format, a...) + "; edited arguments are checked against the run's program, so nothing was recorded"}
 		}
 		prog, diags := compile.Compile(src, compile.Options{NexaPath: e.getenv("NEXA_PATH")})
 		if prog == nil || diags.HasErrors() {
@@ -40,7 +41,7 @@ func editCheckerFor(e *env, s storeHandle) func(*state.RunState) (runtime.EditCh
 		if agent == nil {
 			return nil, refuse("the program of run %s declares no agent %s", st.ID, st.Config.Agent)
 		}
-		var rules runtime.Rules
+		var rules engine.Rules
 		if ref := st.Config.Policy; ref != nil {
 			r, err := loadRules(ref.Path)
 			if err != nil {
@@ -52,15 +53,15 @@ func editCheckerFor(e *env, s storeHandle) func(*state.RunState) (runtime.EditCh
 			rules = r
 		}
 		prot := protectedFiles(e, localStorePath(s), prog)
-		execs := map[ir.BodyKind]runtime.Executor{
+		execs := map[ir.BodyKind]tool.Executor{
 			ir.BodyBuiltin: builtin.New(builtin.Options{Env: toolEnv(), Protected: prot.Hidden()}),
 		}
-		return runtime.NewEditChecker(runtime.Config{Program: prog, Agent: agent, Executors: execs, Rules: rules})
+		return engine.NewEditChecker(engine.Config{Program: prog, Agent: agent, Executors: execs, Rules: rules})
 	}
 }
 
 // readArgsFlag reads edited arguments given as JSON text, @FILE or @- (standard input),
-// at most runtime.MaxEditBytes.
+// at most engine.MaxEditBytes.
 func readArgsFlag(e *env, v string) ([]byte, error) {
 	if !strings.HasPrefix(v, "@") {
 		return []byte(v), nil
@@ -77,12 +78,12 @@ func readArgsFlag(e *env, v string) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	b, err := io.ReadAll(io.LimitReader(r, runtime.MaxEditBytes+1))
+	b, err := io.ReadAll(io.LimitReader(r, engine.MaxEditBytes+1))
 	if err != nil {
 		return nil, usageErrorf("--args %s: %v", v, err)
 	}
-	if len(b) > runtime.MaxEditBytes {
-		return nil, usageErrorf("--args %s is over %d bytes; edited arguments are at most 1 MiB", v, runtime.MaxEditBytes)
+	if len(b) > engine.MaxEditBytes {
+		return nil, usageErrorf("--args %s is over %d bytes; edited arguments are at most 1 MiB", v, engine.MaxEditBytes)
 	}
 	return b, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nexa-run/nexa/internal/tool"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,16 +12,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/ir"
-	"github.com/nexa-run/nexa/internal/runtime"
-	"github.com/nexa-run/nexa/internal/runtime/builtin"
-	"github.com/nexa-run/nexa/internal/runtime/native"
-	"github.com/nexa-run/nexa/internal/runtime/pytool"
-	"github.com/nexa-run/nexa/internal/runtime/sandbox"
-	"github.com/nexa-run/nexa/internal/runtime/state"
-	"github.com/nexa-run/nexa/internal/store"
-	"github.com/nexa-run/nexa/internal/store/pgstore"
+	"github.com/nexa-run/nexa/internal/sandbox"
+	"github.com/nexa-run/nexa/internal/state"
+	"github.com/nexa-run/nexa/internal/store/postgres"
+	"github.com/nexa-run/nexa/internal/store/sqlite"
 	"github.com/nexa-run/nexa/internal/toolenv"
+	"github.com/nexa-run/nexa/internal/tools/builtin"
+	"github.com/nexa-run/nexa/internal/tools/native"
+	"github.com/nexa-run/nexa/internal/tools/pytool"
 )
 
 // storeHandle is a run store that can say where it lives (for messages)
@@ -28,13 +29,13 @@ import (
 type storeHandle interface {
 	state.Store
 	Path() string
-	LogFile(runID string, kind store.LogKind) (string, error)
+	LogFile(runID string, kind sqlite.LogKind) (string, error)
 }
 
 // storePath resolves --store, then NEXA_STORE, then .nexa/runs.sqlite3 under
 // the working directory.
 func storePath(e *env, flag, wd string) string {
-	return store.Locate(storeName(e, flag), wd)
+	return sqlite.Locate(storeName(e, flag), wd)
 }
 
 // storeOpenError is a store that could not be opened, with the exit code
@@ -72,26 +73,26 @@ func openStoreForCommand(e *env, flag string, create bool) (storeHandle, error) 
 // created: only a command that starts a run creates one, so that looking at
 // runs (nexa runs list, show, …) never leaves a .nexa directory behind.
 func openStore(e *env, flag, wd string, create bool) (storeHandle, error) {
-	if name := storeName(e, flag); pgstore.IsURL(name) {
+	if name := storeName(e, flag); postgres.IsURL(name) {
 		return openPostgres(name, wd, create)
 	}
 	path := storePath(e, flag, wd)
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.IsDir():
-		return nil, &storeOpenError{exit: ExitUsage, code: runtime.CodeUsage, msg: fmt.Sprintf(
-			"the run store %s is a directory; name a database file, such as %s", path, filepath.Join(path, store.FileName))}
+		return nil, &storeOpenError{exit: ExitUsage, code: engine.CodeUsage, msg: fmt.Sprintf(
+			"the run store %s is a directory; name a database file, such as %s", path, filepath.Join(path, sqlite.FileName))}
 	case err != nil && errors.Is(err, fs.ErrNotExist) && !create:
-		return nil, &storeOpenError{exit: ExitUsage, code: runtime.CodeNoStore, msg: fmt.Sprintf(
+		return nil, &storeOpenError{exit: ExitUsage, code: engine.CodeNoStore, msg: fmt.Sprintf(
 			"no store at %s: no run was started here yet (nexa agent creates it), or give the store with --store or NEXA_STORE", path)}
 	}
-	s, err := store.Open(context.Background(), path)
+	s, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		msg := fmt.Sprintf("open run store %s: %v", path, err)
 		if dir := filepath.Dir(path); readOnly(dir) {
 			msg = fmt.Sprintf("the run store %s cannot be written: its directory %s is read-only (%v); make it writable or choose another store with --store", path, dir, err)
 		}
-		return nil, &storeOpenError{exit: ExitFailed, code: runtime.CodeStoreError, msg: msg}
+		return nil, &storeOpenError{exit: ExitFailed, code: engine.CodeStoreError, msg: msg}
 	}
 	return s, nil
 }
@@ -101,7 +102,7 @@ func openStore(e *env, flag, wd string, create bool) (storeHandle, error) {
 type openingStore struct {
 	done  chan struct{}
 	st    storeHandle
-	pre   *runtime.Preloaded
+	pre   *engine.Preloaded
 	err   error
 	taken bool
 }
@@ -115,7 +116,7 @@ func openStoreAhead(e *env, flag, wd, runID string) *openingStore {
 		defer close(o.done)
 		o.st, o.err = openStore(e, flag, wd, false)
 		if o.err == nil {
-			o.pre = runtime.Preload(context.Background(), o.st, runID)
+			o.pre = engine.Preload(context.Background(), o.st, runID)
 		}
 	}()
 	return o
@@ -124,7 +125,7 @@ func openStoreAhead(e *env, flag, wd, runID string) *openingStore {
 // take waits for the store and hands it, or the error opening it, to the
 // caller, who closes it from then on (after pre.Wait), with the run being
 // read for Resume.
-func (o *openingStore) take() (storeHandle, *runtime.Preloaded, error) {
+func (o *openingStore) take() (storeHandle, *engine.Preloaded, error) {
 	<-o.done
 	o.taken = true
 	return o.st, o.pre, o.err
@@ -159,12 +160,12 @@ const pgOpenTimeout = time.Minute
 // local diagnostics kept in WORKDIR/.nexa/logs (docs/store.md): nothing a
 // run needs to continue is in them.
 type pgHandle struct {
-	*pgstore.Store
+	*postgres.Store
 	wd string
 }
 
 // LogFile names the run's local log of the given kind.
-func (h pgHandle) LogFile(runID string, kind store.LogKind) (string, error) {
+func (h pgHandle) LogFile(runID string, kind sqlite.LogKind) (string, error) {
 	return h.Store.LogFile(runID, string(kind))
 }
 
@@ -175,17 +176,17 @@ func (h pgHandle) LogFile(runID string, kind store.LogKind) (string, error) {
 func openPostgres(rawURL, wd string, create bool) (storeHandle, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), pgOpenTimeout)
 	defer cancel()
-	opts := []pgstore.Option{pgstore.WithLogDir(filepath.Join(wd, store.DirName, "logs"))}
+	opts := []postgres.Option{postgres.WithLogDir(filepath.Join(wd, sqlite.DirName, "logs"))}
 	if !create {
-		opts = append(opts, pgstore.WithoutCreate())
+		opts = append(opts, postgres.WithoutCreate())
 	}
-	s, err := pgstore.Open(ctx, rawURL, opts...)
-	if errors.Is(err, pgstore.ErrNoStore) {
-		return nil, &storeOpenError{exit: ExitUsage, code: runtime.CodeNoStore, msg: fmt.Sprintf(
-			"no store at %s: no run was stored in this database yet (nexa agent creates the tables)", pgstore.Redact(rawURL))}
+	s, err := postgres.Open(ctx, rawURL, opts...)
+	if errors.Is(err, postgres.ErrNoStore) {
+		return nil, &storeOpenError{exit: ExitUsage, code: engine.CodeNoStore, msg: fmt.Sprintf(
+			"no store at %s: no run was stored in this database yet (nexa agent creates the tables)", postgres.Redact(rawURL))}
 	}
 	if err != nil {
-		return nil, &storeOpenError{exit: ExitFailed, code: runtime.CodeStoreError, msg: err.Error()}
+		return nil, &storeOpenError{exit: ExitFailed, code: engine.CodeStoreError, msg: err.Error()}
 	}
 	return pgHandle{Store: s, wd: wd}, nil
 }
@@ -194,7 +195,7 @@ func openPostgres(rawURL, wd string, create bool) (storeHandle, error) {
 // logs (and, for SQLite, the store): tools are kept away from it.
 func localStorePath(st storeHandle) string {
 	if h, ok := st.(pgHandle); ok {
-		return store.DefaultPath(h.wd)
+		return sqlite.DefaultPath(h.wd)
 	}
 	return st.Path()
 }
@@ -213,9 +214,9 @@ func readOnly(dir string) bool {
 // The Python executor is returned too: it keeps warm interpreters that the
 // caller stops with Close when the run stops.
 // prot are the files tools must not reach (protectedFiles).
-func executors(e *env, detect func() (*sandbox.Bwrap, error), prot sandbox.Protected) (map[ir.BodyKind]runtime.Executor, *pytool.Executor) {
+func executors(e *env, detect func() (*sandbox.Bwrap, error), prot sandbox.Protected) (map[ir.BodyKind]tool.Executor, *pytool.Executor) {
 	py := pytool.New(pytool.Options{Python: e.getenv("NEXA_PYTHON"), Env: toolEnv(), Sandbox: detect, Protected: prot})
-	return map[ir.BodyKind]runtime.Executor{
+	return map[ir.BodyKind]tool.Executor{
 		ir.BodyPython:  py,
 		ir.BodyNative:  native.New(),
 		ir.BodyBuiltin: builtin.New(builtin.Options{Env: toolEnv(), Protected: prot.Hidden()}),
@@ -231,7 +232,7 @@ func executors(e *env, detect func() (*sandbox.Bwrap, error), prot sandbox.Prote
 func protectedFiles(e *env, storePath string, prog *ir.Program) sandbox.Protected {
 	var p sandbox.Protected
 	dir := filepath.Dir(storePath)
-	if filepath.Base(dir) == store.DirName {
+	if filepath.Base(dir) == sqlite.DirName {
 		p.Dirs = append(p.Dirs, dir)
 	}
 	p.Dirs = append(p.Dirs, filepath.Join(dir, "logs"), filepath.Join(dir, "locks"))

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nexa-run/nexa/internal/duration"
 	"github.com/nexa-run/nexa/internal/ir"
-	"github.com/nexa-run/nexa/internal/runtime/mcptool"
+	"github.com/nexa-run/nexa/internal/tools/mcptool"
 )
 
 // agentTools is what an agent exposes once its MCP servers are connected.

@@ -11,7 +11,7 @@ import (
 	"github.com/fatih/color"
 	"github.com/mattn/go-isatty"
 
-	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/engine"
 )
 
 // isTerminal reports whether w is a terminal (only *os.File can be), looking
@@ -115,7 +115,7 @@ func seconds(d time.Duration) string {
 }
 
 // observe receives runtime events.
-func (p *progressPrinter) observe(ev runtime.Event) {
+func (p *progressPrinter) observe(ev engine.Event) {
 	if p.quiet {
 		return
 	}
@@ -125,13 +125,13 @@ func (p *progressPrinter) observe(ev runtime.Event) {
 		return
 	}
 	switch ev.Kind {
-	case runtime.EventRunStarted:
+	case engine.EventRunStarted:
 		p.line("run " + ev.RunID + " started")
-	case runtime.EventRunResumed:
+	case engine.EventRunResumed:
 		p.line("run " + ev.RunID + " resumed")
-	case runtime.EventProviderStart:
+	case engine.EventProviderStart:
 		p.startSpinner(fmt.Sprintf("asking the model (request %d)", ev.Turn))
-	case runtime.EventProviderDone:
+	case engine.EventProviderDone:
 		p.stopSpinner()
 		if ev.Err != nil {
 			p.line(fmt.Sprintf("%s model request %d failed after %s: %v", p.sprint(color.FgRed, "✗"), ev.Turn, seconds(ev.Duration), ev.Err))
@@ -144,10 +144,10 @@ func (p *progressPrinter) observe(ev runtime.Event) {
 			what = fmt.Sprintf("%d tool calls", ev.Calls)
 		}
 		p.line(fmt.Sprintf("%s model replied: %s (%s)", p.sprint(color.FgGreen, "✓"), what, seconds(ev.Duration)))
-	case runtime.EventToolStart:
+	case engine.EventToolStart:
 		p.stopSpinner()
 		p.startSpinner(fmt.Sprintf("tool %s (%s)", ev.Tool, ev.CallID))
-	case runtime.EventToolDone:
+	case engine.EventToolDone:
 		p.stopSpinner()
 		mark, col := "✓", color.FgGreen
 		switch ev.Outcome {
@@ -168,7 +168,7 @@ func (p *progressPrinter) observe(ev runtime.Event) {
 			s += ": " + p.redact(ev.Err.Error())
 		}
 		p.line(s)
-	case runtime.EventRunStopped:
+	case engine.EventRunStopped:
 		p.stopSpinner()
 		p.line(fmt.Sprintf("run %s: %s", ev.RunID, p.sprint(statusColor(string(ev.Status)), string(ev.Status))))
 	}
@@ -297,7 +297,7 @@ func (p *progressPrinter) retrying(attempt int, err error, delay time.Duration) 
 }
 
 // deniedWhy says who refused a call and why, for one line.
-func deniedWhy(c runtime.DeniedCall) string {
+func deniedWhy(c engine.DeniedCall) string {
 	s := ""
 	if c.DecidedBy != "" {
 		s += " by " + c.DecidedBy

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/runtime"
-	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/secrets"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 // lockedBuffer lets the spinner goroutine and the test share a buffer.
@@ -36,16 +36,16 @@ func (l *lockedBuffer) String() string {
 func TestProgressLiveSpinnerAndLines(t *testing.T) {
 	var buf lockedBuffer
 	p := &progressPrinter{w: &buf, live: true}
-	p.observe(runtime.Event{Kind: runtime.EventRunStarted, RunID: "run_X"})
-	p.observe(runtime.Event{Kind: runtime.EventProviderStart, Turn: 1})
+	p.observe(engine.Event{Kind: engine.EventRunStarted, RunID: "run_X"})
+	p.observe(engine.Event{Kind: engine.EventProviderStart, Turn: 1})
 	time.Sleep(250 * time.Millisecond)
-	p.observe(runtime.Event{Kind: runtime.EventProviderDone, Turn: 1, Calls: 2, Duration: time.Second})
-	p.observe(runtime.Event{Kind: runtime.EventToolStart, Tool: "lookup", CallID: "c1"})
+	p.observe(engine.Event{Kind: engine.EventProviderDone, Turn: 1, Calls: 2, Duration: time.Second})
+	p.observe(engine.Event{Kind: engine.EventToolStart, Tool: "lookup", CallID: "c1"})
 	p.retrying(1, errTest("overloaded"), time.Second)
-	p.observe(runtime.Event{Kind: runtime.EventToolDone, Tool: "lookup", CallID: "c1", Outcome: "unknown", Duration: 2 * time.Second})
-	p.observe(runtime.Event{Kind: runtime.EventRunStopped, RunID: "run_X", Status: state.StatusUnknownOutcome})
+	p.observe(engine.Event{Kind: engine.EventToolDone, Tool: "lookup", CallID: "c1", Outcome: "unknown", Duration: 2 * time.Second})
+	p.observe(engine.Event{Kind: engine.EventRunStopped, RunID: "run_X", Status: state.StatusUnknownOutcome})
 	p.close()
-	p.observe(runtime.Event{Kind: runtime.EventRunStarted, RunID: "after-close"})
+	p.observe(engine.Event{Kind: engine.EventRunStarted, RunID: "after-close"})
 	out := buf.String()
 	for _, want := range []string{"run run_X started", "asking the model (request 1)", "model replied: 2 tool calls (1.0s)",
 		"? tool lookup (c1): unknown (2.0s)", "retry 1 in 1.0s", "run run_X: unknown_outcome"} {
@@ -66,8 +66,8 @@ func TestProgressLiveSpinnerAndLines(t *testing.T) {
 func TestProgressPlainAndQuiet(t *testing.T) {
 	var buf lockedBuffer
 	p := &progressPrinter{w: &buf}
-	p.observe(runtime.Event{Kind: runtime.EventProviderStart, Turn: 1})
-	p.observe(runtime.Event{Kind: runtime.EventProviderDone, Turn: 1})
+	p.observe(engine.Event{Kind: engine.EventProviderStart, Turn: 1})
+	p.observe(engine.Event{Kind: engine.EventProviderDone, Turn: 1})
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[1], "model replied: final answer") {
 		t.Fatalf("lines = %q", lines)
@@ -77,7 +77,7 @@ func TestProgressPlainAndQuiet(t *testing.T) {
 	}
 	var quiet lockedBuffer
 	q := &progressPrinter{w: &quiet, quiet: true}
-	q.observe(runtime.Event{Kind: runtime.EventRunStarted, RunID: "r"})
+	q.observe(engine.Event{Kind: engine.EventRunStarted, RunID: "r"})
 	q.retrying(1, errTest("x"), time.Second)
 	if quiet.String() != "" {
 		t.Errorf("quiet printed %q", quiet.String())

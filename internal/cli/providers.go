@@ -7,8 +7,8 @@ import (
 
 	"github.com/nexa-run/nexa/internal/duration"
 	"github.com/nexa-run/nexa/internal/ir"
-	"github.com/nexa-run/nexa/internal/runtime/provider"
-	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/provider"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 // resolvedProvider is the provider of a run and the identity compared on

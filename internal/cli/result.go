@@ -11,28 +11,28 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/ir"
-	"github.com/nexa-run/nexa/internal/runtime"
-	"github.com/nexa-run/nexa/internal/runtime/state"
 	"github.com/nexa-run/nexa/internal/shellquote"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 // runResult is the one JSON object `nexa agent` prints on stdout.
 type runResult struct {
-	RunID        *string               `json:"run_id"`
-	Status       string                `json:"status,omitempty"`
-	Agent        string                `json:"agent,omitempty"`
-	Revision     int64                 `json:"revision,omitempty"`
-	SourceHash   string                `json:"source_hash,omitempty"`
-	Output       json.RawMessage       `json:"output"`
-	PendingCalls []runtime.PendingCall `json:"pending_calls"`
-	UnknownCalls []runtime.UnknownCall `json:"unknown_calls"`
+	RunID        *string              `json:"run_id"`
+	Status       string               `json:"status,omitempty"`
+	Agent        string               `json:"agent,omitempty"`
+	Revision     int64                `json:"revision,omitempty"`
+	SourceHash   string               `json:"source_hash,omitempty"`
+	Output       json.RawMessage      `json:"output"`
+	PendingCalls []engine.PendingCall `json:"pending_calls"`
+	UnknownCalls []engine.UnknownCall `json:"unknown_calls"`
 	// DeniedCalls are the calls the run did not execute because a person
 	// or a policy rule refused them, or their wait expired.
-	DeniedCalls []runtime.DeniedCall `json:"denied_calls"`
-	Usage       *state.Usage         `json:"usage,omitempty"`
-	Deadline    *time.Time           `json:"deadline"`
-	Error       *state.RunError      `json:"error"`
+	DeniedCalls []engine.DeniedCall `json:"denied_calls"`
+	Usage       *state.Usage        `json:"usage,omitempty"`
+	Deadline    *time.Time          `json:"deadline"`
+	Error       *state.RunError     `json:"error"`
 	// Warnings are the compile warnings of the program this command ran
 	// (the `d` objects of nexa validate --json), also printed on stderr;
 	// [] when there are none or the program was not compiled.
@@ -42,7 +42,7 @@ type runResult struct {
 
 // errorResult is the object printed when no run exists (run_id null).
 func errorResult(code, msg string) *runResult {
-	return &runResult{Output: json.RawMessage("null"), PendingCalls: []runtime.PendingCall{}, UnknownCalls: []runtime.UnknownCall{}, DeniedCalls: []runtime.DeniedCall{}, Error: &state.RunError{Code: code, Message: msg}, Warnings: []diagJSON{}}
+	return &runResult{Output: json.RawMessage("null"), PendingCalls: []engine.PendingCall{}, UnknownCalls: []engine.UnknownCall{}, DeniedCalls: []engine.DeniedCall{}, Error: &state.RunError{Code: code, Message: msg}, Warnings: []diagJSON{}}
 }
 
 // withWarnings gives res the compile warnings of this command's program,
@@ -77,8 +77,8 @@ func resultOf(st *state.RunState, tool func(string) *ir.Tool, file, flags string
 	if len(r.Output) == 0 {
 		r.Output = json.RawMessage("null")
 	}
-	r.PendingCalls, r.UnknownCalls = runtime.OperatorCalls(st)
-	r.DeniedCalls = runtime.DeniedCalls(context.Background(), nil, st)
+	r.PendingCalls, r.UnknownCalls = engine.OperatorCalls(st)
+	r.DeniedCalls = engine.DeniedCalls(context.Background(), nil, st)
 	if tool != nil {
 		// The program being run is the authority on its tools; the
 		// journal's copy of their metadata is what the run recorded.
@@ -137,7 +137,7 @@ func resumable(st *state.RunState) bool {
 	if st.Status.Terminal() {
 		return false
 	}
-	return st.Error == nil || st.Error.Code != runtime.CodeOutputInvalid
+	return st.Error == nil || st.Error.Code != engine.CodeOutputInvalid
 }
 
 // hintFlags are the flags the resume hints of a run repeat: the provider
@@ -163,7 +163,7 @@ func hintFlags(st *state.RunState, fallback []string, storeFlag string) string {
 // command failed before (or without) loading it. It never creates a store
 // and returns nil when anything is missing.
 func peekRun(e *env, storeFlag, id string) *state.RunState {
-	if id == "" || !runtime.ValidRunID(id) {
+	if id == "" || !engine.ValidRunID(id) {
 		return nil
 	}
 	wd, err := os.Getwd()
@@ -177,7 +177,7 @@ func peekRun(e *env, storeFlag, id string) *state.RunState {
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	run, err := runtime.Show(ctx, s, id)
+	run, err := engine.Show(ctx, s, id)
 	if err != nil {
 		return nil
 	}
@@ -213,10 +213,10 @@ func stopAtOnce(e *env, f *agentFlags, st storeHandle, runID, file string) {
 	f.stdout.do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		res := errorResult(runtime.CodeInterrupted, msg)
-		if run, err := runtime.Show(ctx, st, runID); err == nil {
+		res := errorResult(engine.CodeInterrupted, msg)
+		if run, err := engine.Show(ctx, st, runID); err == nil {
 			res = resultOf(run, nil, file, hintFlags(run, nil, f.store))
-			res.Error = &state.RunError{Code: runtime.CodeInterrupted, Message: msg}
+			res.Error = &state.RunError{Code: engine.CodeInterrupted, Message: msg}
 		}
 		f.withWarnings(res)
 		if f.output == "text" {
@@ -251,10 +251,10 @@ func exitCodeFor(s state.Status) int {
 
 // exitCodeForError maps an error from the runtime to an exit code.
 func exitCodeForError(err error) (int, *state.RunError) {
-	if e, ok := runtime.AsError(err); ok {
+	if e, ok := engine.AsError(err); ok {
 		re := &state.RunError{Code: e.Code, Message: e.Message}
 		switch {
-		case e.Code == runtime.CodeCheckpointConflict:
+		case e.Code == engine.CodeCheckpointConflict:
 			return ExitConflict, re
 		case e.Refusal:
 			return ExitUsage, re
@@ -263,9 +263,9 @@ func exitCodeForError(err error) (int, *state.RunError) {
 	}
 	var ce *state.ConflictError
 	if errors.As(err, &ce) {
-		return ExitConflict, &state.RunError{Code: runtime.CodeCheckpointConflict, Message: ce.Error()}
+		return ExitConflict, &state.RunError{Code: engine.CodeCheckpointConflict, Message: ce.Error()}
 	}
-	return ExitFailed, &state.RunError{Code: runtime.CodeInternal, Message: err.Error()}
+	return ExitFailed, &state.RunError{Code: engine.CodeInternal, Message: err.Error()}
 }
 
 func writeJSON(w io.Writer, v any) {

@@ -6,29 +6,29 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/policy"
-	"github.com/nexa-run/nexa/internal/runtime"
-	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 // policyRules adapts a policy file (internal/policy) to the rules the
 // runtime applies to calls.
 type policyRules struct{ p *policy.Policy }
 
-// Verdict implements runtime.Rules.
-func (r policyRules) Verdict(tool, risk string, args json.RawMessage) runtime.RuleVerdict {
+// Verdict implements engine.Rules.
+func (r policyRules) Verdict(tool, risk string, args json.RawMessage) engine.RuleVerdict {
 	v := r.p.Decide(policy.Call{Tool: tool, Risk: risk, Args: args})
-	return runtime.RuleVerdict{Decision: string(v.Decision), Rule: v.Rule, Reason: v.Reason}
+	return engine.RuleVerdict{Decision: string(v.Decision), Rule: v.Rule, Reason: v.Reason}
 }
 
-// Ref implements runtime.Rules.
+// Ref implements engine.Rules.
 func (r policyRules) Ref() state.PolicyRef {
 	return state.PolicyRef{Path: r.p.Path(), Hash: r.p.Hash()}
 }
 
 // loadRules reads the policy file at path (made absolute, so that the run
 // records where it was) as the runtime's rules.
-func loadRules(path string) (runtime.Rules, error) {
+func loadRules(path string) (engine.Rules, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
@@ -49,7 +49,7 @@ func loadRules(path string) (runtime.Rules, error) {
 // (recorded with the run's provider flags, for its resume commands and
 // nexa serve --execute, which run in the run's working directory wd): the
 // policy's path, relative to wd when the policy is inside it.
-func policyFlags(rules runtime.Rules, wd string) []string {
+func policyFlags(rules engine.Rules, wd string) []string {
 	if rules == nil {
 		return nil
 	}

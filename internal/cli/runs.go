@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nexa-run/nexa/internal/duration"
-	"github.com/nexa-run/nexa/internal/runtime"
-	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/shellquote"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 func init() { register(newRunsCmd) }
@@ -110,8 +110,8 @@ runs are created, saved or deleted: runs created later sort before it.`,
 				return err
 			}
 			defer s.Close()
-			page, err := runtime.ListRuns(context.Background(), s, state.Filter{Status: st, Agent: agent, OlderThan: age, Limit: limit}, after)
-			if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeUsage {
+			page, err := engine.ListRuns(context.Background(), s, state.Filter{Status: st, Agent: agent, OlderThan: age, Limit: limit}, after)
+			if re, ok := engine.AsError(err); ok && re.Code == engine.CodeUsage {
 				return usageErrorf("--after: %s", re.Message)
 			}
 			if err != nil {
@@ -197,7 +197,7 @@ pending calls and calls whose outcome is unknown are always shown in full.`,
 			// A wait that ran out is shown as expired; the next process
 			// that holds the run records it (the same entry, from the
 			// stored expiry).
-			runtime.ExpireApprovals(st, testClock(e)())
+			engine.ExpireApprovals(st, testClock(e)())
 			w := bufio.NewWriterSize(e.stdout, 64<<10)
 			defer w.Flush()
 			if asJSON {
@@ -216,8 +216,8 @@ pending calls and calls whose outcome is unknown are always shown in full.`,
 // showRunTail loads a run for display, with only the tail of its rows when
 // n > 0, turning "not found" into a usage error.
 func showRunTail(s storeHandle, id string, n int) (*state.RunState, state.Omitted, error) {
-	st, om, err := runtime.ShowTail(context.Background(), s, id, n)
-	if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeRunNotFound {
+	st, om, err := engine.ShowTail(context.Background(), s, id, n)
+	if re, ok := engine.AsError(err); ok && re.Code == engine.CodeRunNotFound {
 		return nil, om, usageErrorf("no run %s in the store %s", id, s.Path())
 	}
 	if err != nil {
@@ -245,11 +245,11 @@ func showView(st *state.RunState, flags string, tail *tailView) any {
 	res := resultOf(st, nil, "", flags)
 	return struct {
 		*state.RunState
-		PendingCalls []runtime.PendingCall `json:"pending_calls"`
-		UnknownCalls []runtime.UnknownCall `json:"unknown_calls"`
-		DeniedCalls  []runtime.DeniedCall  `json:"denied_calls"`
-		Resume       map[string]string     `json:"resume,omitempty"`
-		Tail         *tailView             `json:"tail,omitempty"`
+		PendingCalls []engine.PendingCall `json:"pending_calls"`
+		UnknownCalls []engine.UnknownCall `json:"unknown_calls"`
+		DeniedCalls  []engine.DeniedCall  `json:"denied_calls"`
+		Resume       map[string]string    `json:"resume,omitempty"`
+		Tail         *tailView            `json:"tail,omitempty"`
 	}{st, res.PendingCalls, res.UnknownCalls, res.DeniedCalls, res.Resume, tail}
 }
 
@@ -358,7 +358,7 @@ told in the tool result that a person changed the arguments, and to what.`,
 			if err != nil {
 				return err
 			}
-			d := runtime.Decision{CallID: args[1], Approve: ok, Reason: reason, By: decider(e)}
+			d := engine.Decision{CallID: args[1], Approve: ok, Reason: reason, By: decider(e)}
 			if c.Flags().Changed("args") {
 				if !ok {
 					return usageErrorf("--args gives the arguments a call is approved with; it cannot go with --approved=false")
@@ -377,7 +377,7 @@ told in the tool result that a person changed the arguments, and to what.`,
 			if err := checkRunID(args[0]); err != nil {
 				return err
 			}
-			st, err := runtime.DecideWith(context.Background(), s, args[0], []runtime.Decision{d}, runtime.DecideOptions{Check: editCheckerFor(e, s), Now: testClock(e)()})
+			st, err := engine.DecideWith(context.Background(), s, args[0], []engine.Decision{d}, engine.DecideOptions{Check: editCheckerFor(e, s), Now: testClock(e)()})
 			if err := runsWriteError(s, args[0], err); err != nil {
 				return err
 			}
@@ -404,13 +404,13 @@ func runsWriteError(s storeHandle, id string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if re, ok := runtime.AsError(err); errors.Is(err, state.ErrNotFound) || ok && re.Code == runtime.CodeRunNotFound {
+	if re, ok := engine.AsError(err); errors.Is(err, state.ErrNotFound) || ok && re.Code == engine.CodeRunNotFound {
 		return usageErrorf("no run %s in the store %s", id, s.Path())
 	}
-	if re, ok := runtime.AsError(err); ok && re.Refusal {
+	if re, ok := engine.AsError(err); ok && re.Refusal {
 		return usageErrorf("%s", re.Message)
 	}
-	if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeCheckpointConflict {
+	if re, ok := engine.AsError(err); ok && re.Code == engine.CodeCheckpointConflict {
 		return &exitError{code: ExitConflict, msg: re.Message}
 	}
 	var ce *state.ConflictError
@@ -481,7 +481,7 @@ then continues with this result without executing the tool again.`,
 			if err := checkRunID(args[0]); err != nil {
 				return err
 			}
-			st, err := runtime.ResolveUnknown(context.Background(), s, args[0], args[1], text, ok, decider(e))
+			st, err := engine.ResolveUnknown(context.Background(), s, args[0], args[1], text, ok, decider(e))
 			if err := runsWriteError(s, args[0], err); err != nil {
 				return err
 			}
@@ -489,7 +489,7 @@ then continues with this result without executing the tool again.`,
 			switch {
 			case !resumable(st):
 				fmt.Fprintf(e.stderr, "run %s is %s: the resolution is recorded for the record; the run does not continue\n", st.ID, st.Status)
-			case len(runtime.UnknownCalls(st)) == 0:
+			case len(engine.UnknownCalls(st)) == 0:
 				fmt.Fprintf(e.stderr, "continue with: nexa agent %s %s --resume %s%s\n", shellquote.Quote(st.Config.SourceFile), shellquote.Quote(st.Config.Agent), st.ID, hints(st))
 			}
 			return nil
@@ -523,7 +523,7 @@ func newRunsPruneCmd(e *env, open storeOpener) *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			rep, err := runtime.Prune(context.Background(), s, state.Filter{OlderThan: d, Status: st})
+			rep, err := engine.Prune(context.Background(), s, state.Filter{OlderThan: d, Status: st})
 			if err != nil {
 				return &exitError{code: ExitFailed, msg: err.Error()} // the store says "prune runs: …"
 			}
@@ -552,7 +552,7 @@ func parseAge(s string) (time.Duration, error) {
 // checkRunID refuses, before the store is touched, an argument that is not
 // a run id.
 func checkRunID(id string) error {
-	if !runtime.ValidRunID(id) {
+	if !engine.ValidRunID(id) {
 		return usageErrorf("%q is not a run id (run ids look like run_01JD7…)", id)
 	}
 	return nil

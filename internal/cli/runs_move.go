@@ -10,11 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nexa-run/nexa/internal/runtime"
+	"github.com/nexa-run/nexa/internal/engine"
 )
 
 // nexa runs export and import: moving runs between stores. The format and
-// the rules are runtime's (runtime.Export, runtime.Import) and documented in
+// the rules are runtime's (engine.Export, engine.Import) and documented in
 // docs/store.md.
 
 func newRunsExportCmd(e *env, open storeOpener) *cobra.Command {
@@ -38,11 +38,11 @@ exported as it stands, without its lease, and a note on standard error says so.`
 				return err
 			}
 			defer s.Close()
-			rep, err := runtime.Export(context.Background(), s, args, e.stdout, time.Now())
-			if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeRunNotFound {
+			rep, err := engine.Export(context.Background(), s, args, e.stdout, time.Now())
+			if re, ok := engine.AsError(err); ok && re.Code == engine.CodeRunNotFound {
 				return usageErrorf("%s (store %s); nothing was exported", re.Message, s.Path())
 			}
-			if re, ok := runtime.AsError(err); ok && re.Code == runtime.CodeExportTooLarge {
+			if re, ok := engine.AsError(err); ok && re.Code == engine.CodeExportTooLarge {
 				return usageErrorf("%s", re.Message)
 			}
 			if err != nil {
@@ -84,22 +84,22 @@ Exit codes: 0 every run imported, 1 operational error (store unwritable),
 			if args[0] != "-" {
 				f, err := os.Open(args[0])
 				if err != nil {
-					return importFailure(e, asJSON, ExitUsage, runtime.CodeUsage, fmt.Sprintf("import: %v", err))
+					return importFailure(e, asJSON, ExitUsage, engine.CodeUsage, fmt.Sprintf("import: %v", err))
 				}
 				defer f.Close()
 				in = f
 			}
-			recs, err := runtime.ReadExport(in)
+			recs, err := engine.ReadExport(in)
 			if err != nil {
-				return importFailure(e, asJSON, ExitUsage, runtime.CodeExportInvalid, err.Error())
+				return importFailure(e, asJSON, ExitUsage, engine.CodeExportInvalid, err.Error())
 			}
 			s, err := open()
 			if err != nil {
-				code := runtime.CodeStoreError
+				code := engine.CodeStoreError
 				var xe *exitError
 				if errors.As(err, &xe) {
 					if xe.code == ExitUsage {
-						code = runtime.CodeUsage
+						code = engine.CodeUsage
 					}
 					return importFailure(e, asJSON, xe.code, code, xe.msg)
 				}
@@ -107,23 +107,23 @@ Exit codes: 0 every run imported, 1 operational error (store unwritable),
 			}
 			defer s.Close()
 			importer := decider(e)
-			rep, err := runtime.Import(context.Background(), s, recs, runtime.ImportOptions{
+			rep, err := engine.Import(context.Background(), s, recs, engine.ImportOptions{
 				KeepDecisions: keepDecisions, Importer: importer, Now: time.Now()})
 			exit := ExitOK
 			if len(rep.Refused) > 0 {
 				exit = ExitUsage
 			}
-			var runErr *runtime.Error
+			var runErr *engine.Error
 			if err != nil {
 				exit = ExitFailed
-				runErr, _ = runtime.AsError(err)
+				runErr, _ = engine.AsError(err)
 				if runErr == nil {
-					runErr = &runtime.Error{Code: runtime.CodeStoreError, Message: err.Error()}
+					runErr = &engine.Error{Code: engine.CodeStoreError, Message: err.Error()}
 				}
 			}
 			if asJSON {
 				out := struct {
-					runtime.ImportReport
+					engine.ImportReport
 					Error any `json:"error"`
 				}{rep, nil}
 				if runErr != nil {
@@ -138,7 +138,7 @@ Exit codes: 0 every run imported, 1 operational error (store unwritable),
 					fmt.Fprintf(e.stdout, "run %s: decisions dropped, waiting for approval again: %s\n", rc.RunID, strings.Join(rc.CallIDs, ", "))
 				}
 				for _, rc := range rep.DecisionsKept {
-					fmt.Fprintf(e.stdout, "run %s: decisions kept as %s's: %s\n", rc.RunID, runtime.ImportedBy(importer), strings.Join(rc.CallIDs, ", "))
+					fmt.Fprintf(e.stdout, "run %s: decisions kept as %s's: %s\n", rc.RunID, engine.ImportedBy(importer), strings.Join(rc.CallIDs, ", "))
 				}
 				for _, r := range rep.Refused {
 					fmt.Fprintf(e.stderr, "nexa: %s\n", r.Message)
@@ -168,8 +168,8 @@ func importFailure(e *env, asJSON bool, exit int, code, msg string) error {
 		return &exitError{code: exit, msg: msg}
 	}
 	writeJSON(e.stdout, map[string]any{
-		"imported": []string{}, "refused": []runtime.ImportRefusal{},
-		"decisions_dropped": []runtime.RunCalls{}, "decisions_kept": []runtime.RunCalls{},
+		"imported": []string{}, "refused": []engine.ImportRefusal{},
+		"decisions_dropped": []engine.RunCalls{}, "decisions_kept": []engine.RunCalls{},
 		"error": map[string]string{"code": code, "message": msg},
 	})
 	return exitWith(exit)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/nexa-run/nexa/internal/secrets"
 	"github.com/nexa-run/nexa/internal/serve"
-	"github.com/nexa-run/nexa/internal/store/pgstore"
+	"github.com/nexa-run/nexa/internal/store/postgres"
 )
 
 func init() { register(newServeCmd) }
@@ -58,7 +58,7 @@ unreadable), 2 usage error.`,
 			defer s.Close()
 			values := append(environSecrets(e), secrets.URLPasswords(storeFlag)...)
 			name := storeName(e, storeFlag)
-			values = append(values, pgstore.Password(name))
+			values = append(values, postgres.Password(name))
 			values = append(values, token, e.getenv("NEXA_NOTIFY_SECRET"))
 			if p := e.getenv("NEXA_SECRETS"); p != "" {
 				set, err := secrets.Load(p)

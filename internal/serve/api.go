@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/runtime"
-	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/engine"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 // Codes the HTTP server adds to the CLI's (runtime) error codes.
@@ -32,11 +32,11 @@ type apiError struct {
 // httpStatus maps an error code to the HTTP status the API answers with.
 func httpStatus(code string) int {
 	switch code {
-	case runtime.CodeRunNotFound, runtime.CodeNoStore:
+	case engine.CodeRunNotFound, engine.CodeNoStore:
 		return http.StatusNotFound
-	case runtime.CodeCheckpointConflict, runtime.CodeNotWaiting, runtime.CodeNotPending:
+	case engine.CodeCheckpointConflict, engine.CodeNotWaiting, engine.CodeNotPending:
 		return http.StatusConflict
-	case runtime.CodeUsage, runtime.CodeUnknownCall, runtime.CodeNotStarted:
+	case engine.CodeUsage, engine.CodeUnknownCall, engine.CodeNotStarted:
 		return http.StatusBadRequest
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
@@ -48,10 +48,10 @@ func httpStatus(code string) int {
 
 // asAPIError turns any error of a runtime call into the error object.
 func asAPIError(err error) apiError {
-	if re, ok := runtime.AsError(err); ok {
+	if re, ok := engine.AsError(err); ok {
 		return apiError{Code: re.Code, Message: re.Message}
 	}
-	return apiError{Code: runtime.CodeInternal, Message: err.Error()}
+	return apiError{Code: engine.CodeInternal, Message: err.Error()}
 }
 
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
@@ -88,7 +88,7 @@ func (s *Server) api(h http.HandlerFunc) http.HandlerFunc {
 			}
 			ct := r.Header.Get("Content-Type")
 			if !strings.HasPrefix(ct, "application/json") {
-				s.writeAPIError(w, apiError{Code: runtime.CodeUsage, Message: "send the request body as JSON with Content-Type: application/json"})
+				s.writeAPIError(w, apiError{Code: engine.CodeUsage, Message: "send the request body as JSON with Content-Type: application/json"})
 				return
 			}
 		}
@@ -97,7 +97,7 @@ func (s *Server) api(h http.HandlerFunc) http.HandlerFunc {
 }
 
 func notRunID(id string) apiError {
-	return apiError{Code: runtime.CodeRunNotFound, Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", id)}
+	return apiError{Code: engine.CodeRunNotFound, Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", id)}
 }
 
 // listFilter reads ?status=, ?agent= and ?limit= as `nexa runs list`
@@ -108,13 +108,13 @@ func listFilter(r *http.Request) (state.Filter, *apiError) {
 	if st := q.Get("status"); st != "" {
 		f.Status = state.Status(st)
 		if !f.Status.Valid() {
-			return f, &apiError{Code: runtime.CodeUsage, Message: fmt.Sprintf("unknown status %q: use running, waiting_approval, unknown_outcome, interrupted, failed, completed, timed_out or budget_exhausted", st)}
+			return f, &apiError{Code: engine.CodeUsage, Message: fmt.Sprintf("unknown status %q: use running, waiting_approval, unknown_outcome, interrupted, failed, completed, timed_out or budget_exhausted", st)}
 		}
 	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 0 {
-			return f, &apiError{Code: runtime.CodeUsage, Message: fmt.Sprintf("limit takes a number, not %q", l)}
+			return f, &apiError{Code: engine.CodeUsage, Message: fmt.Sprintf("limit takes a number, not %q", l)}
 		}
 		f.Limit = n
 	}
@@ -127,7 +127,7 @@ func (s *Server) apiList(w http.ResponseWriter, r *http.Request) {
 		s.writeAPIError(w, *aerr)
 		return
 	}
-	page, err := runtime.ListRuns(r.Context(), s.o.Store, f, r.URL.Query().Get("after"))
+	page, err := engine.ListRuns(r.Context(), s.o.Store, f, r.URL.Query().Get("after"))
 	if err != nil {
 		s.writeAPIError(w, asAPIError(err))
 		return
@@ -143,11 +143,11 @@ func (s *Server) apiList(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiShow(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !runtime.ValidRunID(id) {
+	if !engine.ValidRunID(id) {
 		s.writeAPIError(w, notRunID(id))
 		return
 	}
-	st, err := runtime.Show(r.Context(), s.o.Store, id)
+	st, err := engine.Show(r.Context(), s.o.Store, id)
 	if err != nil {
 		s.writeAPIError(w, asAPIError(err))
 		return
@@ -174,14 +174,14 @@ func readJSON(r *http.Request, v any) *apiError {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return &apiError{Code: runtime.CodeUsage, Message: fmt.Sprintf("the request body is not the expected JSON: %v", err)}
+		return &apiError{Code: engine.CodeUsage, Message: fmt.Sprintf("the request body is not the expected JSON: %v", err)}
 	}
 	return nil
 }
 
 func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !runtime.ValidRunID(id) {
+	if !engine.ValidRunID(id) {
 		s.writeAPIError(w, notRunID(id))
 		return
 	}
@@ -191,16 +191,16 @@ func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(req.Decisions) == 0 {
-		s.writeAPIError(w, apiError{Code: runtime.CodeUsage, Message: `give at least one decision: {"decisions": [{"call_id": "call_1", "approved": true}]}`})
+		s.writeAPIError(w, apiError{Code: engine.CodeUsage, Message: `give at least one decision: {"decisions": [{"call_id": "call_1", "approved": true}]}`})
 		return
 	}
-	var ds []runtime.Decision
+	var ds []engine.Decision
 	for _, d := range req.Decisions {
 		if d.CallID == "" || d.Approved == nil {
-			s.writeAPIError(w, apiError{Code: runtime.CodeUsage, Message: `every decision needs "call_id" and an explicit "approved": true or false`})
+			s.writeAPIError(w, apiError{Code: engine.CodeUsage, Message: `every decision needs "call_id" and an explicit "approved": true or false`})
 			return
 		}
-		ds = append(ds, runtime.Decision{CallID: d.CallID, Approve: *d.Approved, Reason: d.Reason})
+		ds = append(ds, engine.Decision{CallID: d.CallID, Approve: *d.Approved, Reason: d.Reason})
 	}
 	st, executing, err := s.decide(r.Context(), id, req.Revision, ds)
 	if err != nil {
@@ -220,7 +220,7 @@ type resolveRequest struct {
 
 func (s *Server) apiResolve(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !runtime.ValidRunID(id) {
+	if !engine.ValidRunID(id) {
 		s.writeAPIError(w, notRunID(id))
 		return
 	}
@@ -230,7 +230,7 @@ func (s *Server) apiResolve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.CallID == "" || req.Output == nil || req.Success == nil {
-		s.writeAPIError(w, apiError{Code: runtime.CodeUsage, Message: `give "call_id", the verified "output" and an explicit "success": true or false`})
+		s.writeAPIError(w, apiError{Code: engine.CodeUsage, Message: `give "call_id", the verified "output" and an explicit "success": true or false`})
 		return
 	}
 	st, executing, err := s.resolve(r.Context(), id, req.Revision, req.CallID, *req.Output, *req.Success)
@@ -245,7 +245,7 @@ func (s *Server) apiResolve(w http.ResponseWriter, r *http.Request) {
 // does, naming who, and with --execute continues the run once nothing is
 // left for a person.
 func (s *Server) resolve(ctx context.Context, id string, revision int64, callID, output string, success bool) (*state.RunState, bool, error) {
-	st, err := runtime.ResolveAtRevision(ctx, s.o.Store, id, revision, callID, output, success, s.who())
+	st, err := engine.ResolveAtRevision(ctx, s.o.Store, id, revision, callID, output, success, s.who())
 	if err != nil {
 		return nil, false, err
 	}
@@ -255,12 +255,12 @@ func (s *Server) resolve(ctx context.Context, id string, revision int64, callID,
 
 // decide records decisions as `nexa runs approve` does, naming who and
 // when, and with --execute continues the run once nothing is pending.
-func (s *Server) decide(ctx context.Context, id string, revision int64, ds []runtime.Decision) (*state.RunState, bool, error) {
+func (s *Server) decide(ctx context.Context, id string, revision int64, ds []engine.Decision) (*state.RunState, bool, error) {
 	now := s.o.Now()
 	for i := range ds {
 		ds[i].By, ds[i].At = s.who(), now
 	}
-	st, err := runtime.DecideAtRevision(ctx, s.o.Store, id, revision, ds)
+	st, err := engine.DecideAtRevision(ctx, s.o.Store, id, revision, ds)
 	if err != nil {
 		return nil, false, err
 	}
@@ -278,7 +278,7 @@ func (s *Server) decide(ctx context.Context, id string, revision int64, ds []run
 // an operator's write left nothing for a person to do: no call waits for a
 // decision and none has an unknown outcome. It reports whether it did.
 func (s *Server) continueIfReady(st *state.RunState) bool {
-	pending, unknown := runtime.OperatorCalls(st)
+	pending, unknown := engine.OperatorCalls(st)
 	if s.o.Execute == nil || len(pending) > 0 || len(unknown) > 0 || st.Status.Terminal() {
 		return false
 	}
@@ -302,8 +302,8 @@ func (s *Server) continueIfReady(st *state.RunState) bool {
 // redacted, with the lists an operator acts on.
 type runView struct {
 	*state.RunState
-	PendingCalls []runtime.PendingCall `json:"pending_calls"`
-	UnknownCalls []runtime.UnknownCall `json:"unknown_calls"`
+	PendingCalls []engine.PendingCall `json:"pending_calls"`
+	UnknownCalls []engine.UnknownCall `json:"unknown_calls"`
 }
 
 // view redacts a run and derives its pending and unknown calls.
@@ -314,7 +314,7 @@ func (s *Server) view(st *state.RunState) runView { return viewOf(s.o.Redact, st
 func viewOf(red func(string) string, st *state.RunState) runView {
 	r := redactRun(red, st)
 	v := runView{RunState: r}
-	v.PendingCalls, v.UnknownCalls = runtime.OperatorCalls(r)
+	v.PendingCalls, v.UnknownCalls = engine.OperatorCalls(r)
 	return v
 }
 

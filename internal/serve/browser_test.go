@@ -12,8 +12,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/nexa-run/nexa/internal/runtime"
-	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/engine"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 // chromium finds a Chromium binary. Without one the browser test is
@@ -60,7 +60,7 @@ func TestBrowserApprove(t *testing.T) {
 	exe := chromium(t)
 	s := newStore(t)
 	// call_2 was denied from the command line; call_1 is left to decide.
-	if _, err := runtime.Decide(context.Background(), s, runID, []runtime.Decision{{CallID: "call_2", Approve: false, Reason: "duplicate"}}); err != nil {
+	if _, err := engine.Decide(context.Background(), s, runID, []engine.Decision{{CallID: "call_2", Approve: false, Reason: "duplicate"}}); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 // CommandResumer continues a run as `nexa agent FILE AGENT --resume RUN`

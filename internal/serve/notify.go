@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/runtime"
-	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/engine"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 // Webhook headers. The signature is "sha256=" and the hex HMAC-SHA256,
@@ -48,17 +48,17 @@ var openStatuses = []state.Status{
 type Event struct {
 	// Event is "run." and the status the run entered, e.g.
 	// run.waiting_approval.
-	Event     string                `json:"event"`
-	RunID     string                `json:"run_id"`
-	Status    state.Status          `json:"status"`
-	Agent     string                `json:"agent"`
-	File      string                `json:"file"`
-	Revision  int64                 `json:"revision"`
-	UpdatedAt time.Time             `json:"updated_at"`
-	Pending   []runtime.PendingCall `json:"pending_calls,omitempty"`
-	Unknown   []runtime.UnknownCall `json:"unknown_calls,omitempty"`
-	Error     *apiError             `json:"error,omitempty"`
-	URL       string                `json:"url,omitempty"`
+	Event     string               `json:"event"`
+	RunID     string               `json:"run_id"`
+	Status    state.Status         `json:"status"`
+	Agent     string               `json:"agent"`
+	File      string               `json:"file"`
+	Revision  int64                `json:"revision"`
+	UpdatedAt time.Time            `json:"updated_at"`
+	Pending   []engine.PendingCall `json:"pending_calls,omitempty"`
+	Unknown   []engine.UnknownCall `json:"unknown_calls,omitempty"`
+	Error     *apiError            `json:"error,omitempty"`
+	URL       string               `json:"url,omitempty"`
 }
 
 // Notifier finds runs that entered a status worth announcing by polling
@@ -70,7 +70,7 @@ type Notifier struct {
 	URL string
 	// Secret signs every event; empty sends no signature header.
 	Secret string
-	// Store is polled with List; runs are read with runtime.ShowTail.
+	// Store is polled with List; runs are read with engine.ShowTail.
 	Store state.Store
 	// Interval between polls (default 2s).
 	Interval time.Duration
@@ -236,7 +236,7 @@ func (n *Notifier) Poll(ctx context.Context) ([]Event, error) {
 		if _, ok := open[id]; ok {
 			continue
 		}
-		st, _, err := runtime.ShowTail(ctx, n.Store, id, 1)
+		st, _, err := engine.ShowTail(ctx, n.Store, id, 1)
 		if err != nil {
 			continue // pruned meanwhile: nothing to announce
 		}
@@ -303,7 +303,7 @@ func (n *Notifier) event(ctx context.Context, r state.Summary, st *state.RunStat
 	// event lists, without reading a long run whole.
 	if st == nil {
 		var err error
-		if st, _, err = runtime.ShowTail(ctx, n.Store, r.ID, 1); err != nil {
+		if st, _, err = engine.ShowTail(ctx, n.Store, r.ID, 1); err != nil {
 			return ev
 		}
 	}

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/runtime/state"
 	"github.com/nexa-run/nexa/internal/secrets"
-	"github.com/nexa-run/nexa/internal/store"
+	"github.com/nexa-run/nexa/internal/state"
+	"github.com/nexa-run/nexa/internal/store/sqlite"
 )
 
 // receiver is a webhook endpoint that answers with the next status of its
@@ -266,7 +266,7 @@ func TestNotifierReadsOpenAndNewRunsOnly(t *testing.T) {
 }
 
 func TestNotifierOnAnEmptyStore(t *testing.T) {
-	s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "runs.sqlite3"))
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "runs.sqlite3"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/runtime"
-	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/shellquote"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 //go:embed templates/*.html
@@ -42,7 +42,7 @@ type group struct {
 }
 
 type pendingPage struct {
-	runtime.PendingCall
+	engine.PendingCall
 	Arguments string // indented for reading
 }
 
@@ -159,12 +159,12 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, d *pageData) {
 func (s *Server) showRun(w http.ResponseWriter, r *http.Request, d *pageData, status int) {
 	id := r.PathValue("id")
 	d.Title = id
-	if !runtime.ValidRunID(id) {
+	if !engine.ValidRunID(id) {
 		d.Error = notRunID(id).Message
 		s.render(w, http.StatusNotFound, "message.html", d)
 		return
 	}
-	st, err := runtime.Show(r.Context(), s.o.Store, id)
+	st, err := engine.Show(r.Context(), s.o.Store, id)
 	if err != nil {
 		e := asAPIError(err)
 		d.Error = e.Message
@@ -221,14 +221,14 @@ func (s *Server) operatorForm(key string, read func(r *http.Request) string,
 			s.showRun(w, r, d, http.StatusBadRequest)
 			return
 		}
-		if !runtime.ValidRunID(id) {
+		if !engine.ValidRunID(id) {
 			s.showRun(w, r, d, http.StatusNotFound)
 			return
 		}
 		if err := write(r, id, rev, callID); err != nil {
 			e := asAPIError(err)
 			d.Error = e.Message
-			if e.Code == runtime.CodeCheckpointConflict {
+			if e.Code == engine.CodeCheckpointConflict {
 				d.Error = "Conflict: " + e.Message + ". The page below shows the run as it is now."
 			}
 			s.showRun(w, r, d, httpStatus(e.Code))
@@ -247,7 +247,7 @@ func (s *Server) decideForm() func(http.ResponseWriter, *http.Request, *pageData
 		}
 		return ""
 	}, func(r *http.Request, id string, rev int64, callID string) error {
-		_, _, err := s.decide(r.Context(), id, rev, []runtime.Decision{{CallID: callID,
+		_, _, err := s.decide(r.Context(), id, rev, []engine.Decision{{CallID: callID,
 			Approve: r.PostFormValue("decision") == "approve", Reason: r.PostFormValue("reason")}})
 		return err
 	})

@@ -23,7 +23,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 // DefaultAddr is where the server listens unless told otherwise: the

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/runtime"
-	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/secrets"
-	"github.com/nexa-run/nexa/internal/store"
+	"github.com/nexa-run/nexa/internal/state"
+	"github.com/nexa-run/nexa/internal/store/sqlite"
 )
 
 const runID = "run_01TESTSERVE0000000000000001"
@@ -27,9 +27,9 @@ var fixedNow = time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
 
 // newStore opens a store in a temporary directory holding one run waiting
 // for approval of call_1 (and call_2), whose arguments carry a secret.
-func newStore(t *testing.T) *store.SQLite {
+func newStore(t *testing.T) *sqlite.SQLite {
 	t.Helper()
-	s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "runs.sqlite3"))
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "runs.sqlite3"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func errCode(t *testing.T, body string) string {
 
 func load(t *testing.T, s state.Store) *state.RunState {
 	t.Helper()
-	st, err := runtime.Show(context.Background(), s, runID)
+	st, err := engine.Show(context.Background(), s, runID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestAPIListShowDecide(t *testing.T) {
 		t.Fatalf("list: %d %s", code, body)
 	}
 	code, body = do(t, c, "GET", ts.URL+"/api/runs?status=bogus", "")
-	if code != 400 || errCode(t, body) != runtime.CodeUsage {
+	if code != 400 || errCode(t, body) != engine.CodeUsage {
 		t.Fatalf("bad status: %d %s", code, body)
 	}
 
@@ -132,8 +132,8 @@ func TestAPIListShowDecide(t *testing.T) {
 		t.Fatalf("show: %d %s", code, body)
 	}
 	var v struct {
-		Revision     int64                 `json:"revision"`
-		PendingCalls []runtime.PendingCall `json:"pending_calls"`
+		Revision     int64                `json:"revision"`
+		PendingCalls []engine.PendingCall `json:"pending_calls"`
 	}
 	if err := json.Unmarshal([]byte(body), &v); err != nil {
 		t.Fatal(err)
@@ -146,17 +146,17 @@ func TestAPIListShowDecide(t *testing.T) {
 	}
 
 	code, body = do(t, c, "GET", ts.URL+"/api/runs/run_01NOSUCHRUN", "")
-	if code != 404 || errCode(t, body) != runtime.CodeRunNotFound {
+	if code != 404 || errCode(t, body) != engine.CodeRunNotFound {
 		t.Fatalf("unknown run: %d %s", code, body)
 	}
 
 	// A decision without an explicit "approved" is refused.
 	code, body = do(t, c, "POST", ts.URL+"/api/runs/"+runID+"/decide", `{"decisions":[{"call_id":"call_1"}]}`, "Content-Type", jsonCT)
-	if code != 400 || errCode(t, body) != runtime.CodeUsage {
+	if code != 400 || errCode(t, body) != engine.CodeUsage {
 		t.Fatalf("implicit decision: %d %s", code, body)
 	}
 	code, body = do(t, c, "POST", ts.URL+"/api/runs/"+runID+"/decide", `{"decisions":[{"call_id":"call_9","approved":true}]}`, "Content-Type", jsonCT)
-	if code != 400 || errCode(t, body) != runtime.CodeUnknownCall {
+	if code != 400 || errCode(t, body) != engine.CodeUnknownCall {
 		t.Fatalf("unknown call: %d %s", code, body)
 	}
 
@@ -173,7 +173,7 @@ func TestAPIListShowDecide(t *testing.T) {
 	// The same call again: not pending any more, as the CLI says.
 	dec = `{"decisions":[{"call_id":"call_1","approved":true}]}`
 	code, body = do(t, c, "POST", ts.URL+"/api/runs/"+runID+"/decide", dec, "Content-Type", jsonCT)
-	if code != 409 || errCode(t, body) != runtime.CodeNotPending {
+	if code != 409 || errCode(t, body) != engine.CodeNotPending {
 		t.Fatalf("decided twice: %d %s", code, body)
 	}
 }
@@ -185,12 +185,12 @@ func TestAPIStaleRevisionConflictWritesNothing(t *testing.T) {
 	ts := newServer(t, s, Options{})
 	before := load(t, s)
 	// Someone decides call_2 first: the run moves to a new revision.
-	if _, err := runtime.Decide(context.Background(), s, runID, []runtime.Decision{{CallID: "call_2", Approve: true}}); err != nil {
+	if _, err := engine.Decide(context.Background(), s, runID, []engine.Decision{{CallID: "call_2", Approve: true}}); err != nil {
 		t.Fatal(err)
 	}
 	dec := `{"revision":` + itoa(before.Revision) + `,"decisions":[{"call_id":"call_1","approved":true}]}`
 	code, body := do(t, ts.Client(), "POST", ts.URL+"/api/runs/"+runID+"/decide", dec, "Content-Type", jsonCT)
-	if code != 409 || errCode(t, body) != runtime.CodeCheckpointConflict || !strings.Contains(body, "changed since revision") {
+	if code != 409 || errCode(t, body) != engine.CodeCheckpointConflict || !strings.Contains(body, "changed since revision") {
 		t.Fatalf("stale decision: %d %s", code, body)
 	}
 	if e := load(t, s).Entry("call_1"); e.Decision != nil {
@@ -202,7 +202,7 @@ func TestAPIResolve(t *testing.T) {
 	s := newStore(t)
 	ts := newServer(t, s, Options{})
 	code, body := do(t, ts.Client(), "POST", ts.URL+"/api/runs/"+runID+"/resolve", `{"call_id":"call_1","output":"done","success":true}`, "Content-Type", jsonCT)
-	if code != 400 || errCode(t, body) != runtime.CodeNotStarted {
+	if code != 400 || errCode(t, body) != engine.CodeNotStarted {
 		t.Fatalf("resolve of a pending call: %d %s", code, body)
 	}
 }
@@ -432,7 +432,7 @@ func TestAPIListPages(t *testing.T) {
 		t.Fatalf("pages gave %v, want newest first %v", seen, want)
 	}
 	code, body := do(t, ts.Client(), "GET", ts.URL+"/api/runs?after=garbage", "")
-	if code != 400 || errCode(t, body) != runtime.CodeUsage {
+	if code != 400 || errCode(t, body) != engine.CodeUsage {
 		t.Fatalf("bad cursor: %d %s", code, body)
 	}
 }
@@ -511,7 +511,7 @@ func TestPageResolveUnknownOutcome(t *testing.T) {
 	}
 	unresolved := func(when string) {
 		t.Helper()
-		st, err := runtime.Show(context.Background(), s, unknownRunID)
+		st, err := engine.Show(context.Background(), s, unknownRunID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -540,7 +540,7 @@ func TestPageResolveUnknownOutcome(t *testing.T) {
 	if code != 200 || !strings.Contains(page, "call pay_1 resolved as succeeded by bob") || !strings.Contains(page, "resolved by bob") {
 		t.Fatalf("after resolving: %d\n%s", code, page)
 	}
-	st, err := runtime.Show(context.Background(), s, unknownRunID)
+	st, err := engine.Show(context.Background(), s, unknownRunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -580,7 +580,7 @@ func TestResolveContinuesTheRunWithExecute(t *testing.T) {
 	case <-time.After(2 * time.Minute): // a hang guard, not a timing
 		t.Fatal("the server did not continue the run")
 	}
-	st, err := runtime.Show(context.Background(), s, unknownRunID)
+	st, err := engine.Show(context.Background(), s, unknownRunID)
 	if err != nil || st.Status != state.StatusCompleted {
 		t.Fatalf("the run was not continued: %v %v", err, st.Status)
 	}

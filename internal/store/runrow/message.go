@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 // The fields of a message body, one bit each, so a repeated name (which

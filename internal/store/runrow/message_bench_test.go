@@ -7,7 +7,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 
-	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 // resumeBodies are the 4,000 message bodies of a 2,000-round run of one

@@ -7,7 +7,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 
-	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 // writtenMessages are messages as a run holds them, with the characters

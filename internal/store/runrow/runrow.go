@@ -14,7 +14,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 
-	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 // Header is a run's header columns as stored, comparable with == so a store

@@ -4,10 +4,10 @@ import (
 	"context"
 	"testing"
 
-	"github.com/nexa-run/nexa/internal/runtime/state"
-	"github.com/nexa-run/nexa/internal/store"
-	"github.com/nexa-run/nexa/internal/store/pgstore"
-	"github.com/nexa-run/nexa/internal/store/pgstore/pgtest"
+	"github.com/nexa-run/nexa/internal/state"
+	"github.com/nexa-run/nexa/internal/store/postgres"
+	"github.com/nexa-run/nexa/internal/store/postgres/pgtest"
+	"github.com/nexa-run/nexa/internal/store/sqlite"
 	"github.com/nexa-run/nexa/internal/store/storetest"
 )
 
@@ -20,9 +20,9 @@ var backends = []struct {
 	new  storetest.NewStore
 }{
 	{"sqlite", func(t *testing.T) func() state.Store {
-		path := store.DefaultPath(t.TempDir())
+		path := sqlite.DefaultPath(t.TempDir())
 		return func() state.Store {
-			s, err := store.Open(context.Background(), path)
+			s, err := sqlite.Open(context.Background(), path)
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
@@ -32,7 +32,7 @@ var backends = []struct {
 	{"postgres", func(t *testing.T) func() state.Store {
 		u := pgtest.FreshURL(t)
 		return func() state.Store {
-			s, err := pgstore.Open(context.Background(), u)
+			s, err := postgres.Open(context.Background(), u)
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}

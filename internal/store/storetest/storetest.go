@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nexa-run/nexa/internal/runtime/state"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 // NewStore makes a fresh, empty store and returns a function that opens one

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package runtime_test
-
-import "time"
-
-// cpuTime is not measured on this system; benchmarks report 0.
-func cpuTime() time.Duration { return 0 }

@@ -1,0 +1,86 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/nexa-run/nexa/internal/ir"
+)
+
+// ErrNotExecuted is returned (wrapped) by an executor that could not start
+// the tool at all (interpreter missing, file unreadable): nothing ran, so the
+// outcome is known and is reported to the model as an error result.
+var ErrNotExecuted = errors.New("tool was not executed")
+
+// ErrUnknownOutcome is returned (possibly wrapped) by an executor when it
+// cannot know whether the tool's effect happened: killed by a timeout or the
+// deadline, a broken connection after a request was sent, or a tool that
+// said so itself. The journal entry then stays started.
+var ErrUnknownOutcome = errors.New("tool outcome unknown")
+
+// Invocation is one execution of one tool call.
+type Invocation struct {
+	RunID     string
+	CallID    string
+	Tool      *ir.Tool
+	Arguments json.RawMessage
+	// WorkDir is the run's working directory; tools run there.
+	WorkDir string
+	// Secrets are the loaded secrets (never persisted), visible to Python
+	// tools through nexa_secrets.
+	Secrets map[string]string
+	// Timeout bounds this execution (the tool's timeout, cut to the time
+	// left before the deadline).
+	Timeout time.Duration
+	// DeadlineBound says that Timeout is the time left before the run's
+	// deadline, shorter than the tool's own timeout: a call cut off then
+	// was stopped by the deadline, and messages must say so (and only
+	// then).
+	DeadlineBound bool
+	// Log receives whatever the tool prints.
+	Log io.Writer
+	// HTTPAllow are the internal hosts the agent lets std.http reach
+	// (ir.Agent.HTTPAllow); every other internal address is refused.
+	HTTPAllow []string
+}
+
+// IdempotencyKey is the key external systems can use to drop a duplicate
+// side effect: RUN_ID:CALL_ID.
+func (inv *Invocation) IdempotencyKey() string { return inv.RunID + ":" + inv.CallID }
+
+// Outcome is a known result of an execution. Success false is an ordinary
+// tool error whose text goes to the model.
+type Outcome struct {
+	Output    string
+	Success   bool
+	Sandboxed bool
+}
+
+// Executor runs tools of one body kind.
+type Executor interface {
+	Execute(ctx context.Context, inv Invocation) (Outcome, error)
+}
+
+// StoreReacher is an Executor that knows whether a call of a tool can
+// write to the run store behind nexa's back: a process running with the
+// user's rights can, a Go interpreter with no file access or a process in
+// the sandbox cannot. Such a call makes the save that stops the drive
+// check the whole store (state.Delta.Verify). An Executor that does not
+// implement it is taken to reach the store: the check is the safe side.
+type StoreReacher interface {
+	ReachesStore(t *ir.Tool) bool
+}
+
+// Prechecker is an Executor that can tell from a call's arguments alone,
+// without acting, that the tool would refuse it (a file path outside the
+// working directory, say). The runtime asks before the approval policy: such
+// a call is answered to the model at once, journaled completed with success
+// false, and never shown to a person as pending.
+type Prechecker interface {
+	// Precheck returns the reason for refusal, worded for the model, or
+	// nil. It must not have side effects.
+	Precheck(inv Invocation) error
+}
