@@ -50,7 +50,7 @@ func TestHostCheckRefusesRebinding(t *testing.T) {
 	for _, host := range []string{"evil.example:" + p, "evil.example", "localhost:1", "127.0.0.1:1", "[::1]:1",
 		"localhost.:" + p, "127.0.0.1.evil.example:" + p, "10.0.0.1:" + p, "[nonsense]:" + p, "localhost:" + p + ":1", "localhost:"} {
 		code, body, h := doHost(t, c, "GET", ts.URL+"/api/runs", host, "")
-		if code != http.StatusMisdirectedRequest || errCode(t, body) != CodeMisdirected || strings.Contains(body, runID) {
+		if code != http.StatusMisdirectedRequest || errCode(t, body) != CodeMisdirected || strings.Contains(body, runID) || h.Get("Set-Cookie") != "" {
 			t.Fatalf("GET /api/runs for %q: %d %s", host, code, body)
 		}
 		code, body, _ = doHost(t, c, "POST", ts.URL+"/api/runs/"+runID+"/decide", host, dec, "Content-Type", jsonCT)
@@ -145,7 +145,19 @@ func TestOriginIsComparedWithAllowedHosts(t *testing.T) {
 	if load(t, s).Entry("call_1").Decision != nil {
 		t.Fatal("a cross-origin write was recorded")
 	}
-	code, body, _ := doHost(t, ts.Client(), "POST", ts.URL+"/api/runs/"+runID+"/decide", "inbox.example", dec, "Content-Type", jsonCT, "Origin", "https://inbox.example")
+	// Not a web page's origin, though its host is the request's.
+	code, body, _ := doHost(t, ts.Client(), "POST", ts.URL+"/api/runs/"+runID+"/decide", "127.0.0.1:"+p, dec, "Content-Type", jsonCT, "Origin", "ftp://127.0.0.1:"+p)
+	if code != 403 || load(t, s).Entry("call_1").Decision != nil {
+		t.Fatalf("an ftp origin: %d %s", code, body)
+	}
+	// The inbox opened as localhost posting to 127.0.0.1 (or through the
+	// allowed name) is this server's own page.
+	code, body, _ = doHost(t, ts.Client(), "POST", ts.URL+"/api/runs/"+runID+"/decide", "127.0.0.1:"+p, dec, "Content-Type", jsonCT, "Origin", "http://localhost:"+p)
+	if code != 200 {
+		t.Fatalf("from the localhost page: %d %s", code, body)
+	}
+	dec2 := `{"decisions":[{"call_id":"call_2","approved":true}]}`
+	code, body, _ = doHost(t, ts.Client(), "POST", ts.URL+"/api/runs/"+runID+"/decide", "inbox.example", dec2, "Content-Type", jsonCT, "Origin", "https://inbox.example")
 	if code != 200 {
 		t.Fatalf("from the allowed name's page: %d %s", code, body)
 	}

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,9 +16,10 @@ import (
 // refused body.
 func TestAPIDecodesStrictly(t *testing.T) {
 	s := newStore(t)
+	addUnknownRun(t, s)
 	ts := newServer(t, s, Options{})
 	decide := ts.URL + "/api/runs/" + runID + "/decide"
-	resolve := ts.URL + "/api/runs/" + runID + "/resolve"
+	resolve := ts.URL + "/api/runs/" + unknownRunID + "/resolve"
 	for _, tc := range []struct {
 		name, url, body string
 		code            int
@@ -34,9 +36,9 @@ func TestAPIDecodesStrictly(t *testing.T) {
 		{"not UTF-8", decide, "{\"decisions\":[{\"call_id\":\"call_1\",\"approved\":true,\"reason\":\"\xff\"}]}", 400},
 		{"empty body", decide, ``, 400},
 		{"too large", decide, `{"decisions":[{"call_id":"call_1","approved":true,"reason":"` + strings.Repeat("x", MaxRequestBody) + `"}]}`, 413},
-		{"resolve duplicate", resolve, `{"call_id":"call_1","output":"o","success":true,"success":false}`, 400},
-		{"resolve case", resolve, `{"call_id":"call_1","Output":"o","success":true}`, 400},
-		{"resolve trailing", resolve, `{"call_id":"call_1","output":"o","success":true}]`, 400},
+		{"resolve duplicate", resolve, `{"call_id":"pay_1","output":"o","success":true,"success":false}`, 400},
+		{"resolve case", resolve, `{"call_id":"pay_1","output":"o","Output":"p","success":true}`, 400},
+		{"resolve trailing", resolve, `{"call_id":"pay_1","output":"o","success":true}]`, 400},
 	} {
 		code, body := do(t, ts.Client(), "POST", tc.url, tc.body, "Content-Type", jsonCT)
 		want := runtime.CodeUsage
@@ -52,6 +54,9 @@ func TestAPIDecodesStrictly(t *testing.T) {
 		if e := st.Entry(id); e.Decision != nil || e.Stage != state.StageNotStarted {
 			t.Fatalf("a refused body recorded something for %s: %+v", id, e)
 		}
+	}
+	if un, err := runtime.Show(context.Background(), s, unknownRunID); err != nil || un.Entry("pay_1").Stage != state.StageStarted {
+		t.Fatalf("a refused body resolved pay_1: %v", err)
 	}
 	// The well-formed body is read.
 	code, body := do(t, ts.Client(), "POST", decide, `{"decisions":[{"call_id":"call_1","approved":true}]}`, "Content-Type", jsonCT)
