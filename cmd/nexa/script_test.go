@@ -53,6 +53,7 @@ func TestScripts(t *testing.T) {
 			"exits":           cmdExits,
 			"fakemodel":       cmdFakeModel,
 			"httpsink":        cmdHTTPSink,
+			"httpredirect":    cmdHTTPRedirect,
 			"notes-http":      cmdNotesHTTP,
 			"waitfile":        cmdWaitFile,
 			"pidsdead":        cmdPidsDead,

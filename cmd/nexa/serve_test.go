@@ -30,30 +30,34 @@ func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv(args[0], strconv.Itoa(port))
 }
 
-// cmdHTTP: http [-token T] [-until PATH=VALUE] METHOD URL [JSON] sends one
-// request (a JSON body with Content-Type application/json) and puts the
-// answer's body on stdout and "status NNN" on stderr. It waits for a server
-// that is still starting (connection refused) up to procBound; with -until
-// it repeats the request until the answer's JSON has VALUE at PATH, for a
-// run that moves on in the background.
+// cmdHTTP: http [-token T] [-host H] [-until PATH=VALUE] METHOD URL [JSON]
+// sends one request (a JSON body with Content-Type application/json) and
+// puts the answer's body on stdout and "status NNN" on stderr. It waits for
+// a server that is still starting (connection refused) up to procBound;
+// with -until it repeats the request until the answer's JSON has VALUE at
+// PATH, for a run that moves on in the background. -host sends H as the
+// Host header while connecting to URL's address, as a browser does for a
+// name that DNS rebinding pointed at that address.
 func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
-		ts.Fatalf("usage: http [-token T] [-until PATH=VALUE] METHOD URL [JSON]")
+		ts.Fatalf("usage: http [-token T] [-host H] [-until PATH=VALUE] METHOD URL [JSON]")
 	}
-	var token, until string
+	var token, until, host string
 	for len(args) > 1 && strings.HasPrefix(args[0], "-") {
 		switch args[0] {
 		case "-token":
 			token = args[1]
 		case "-until":
 			until = args[1]
+		case "-host":
+			host = args[1]
 		default:
 			ts.Fatalf("http: unknown option %s", args[0])
 		}
 		args = args[2:]
 	}
 	if len(args) < 2 || len(args) > 3 {
-		ts.Fatalf("usage: http [-token T] [-until PATH=VALUE] METHOD URL [JSON]")
+		ts.Fatalf("usage: http [-token T] [-host H] [-until PATH=VALUE] METHOD URL [JSON]")
 	}
 	deadline := time.Now().Add(procBound)
 	for {
@@ -68,6 +72,9 @@ func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if host != "" {
+			req.Host = host
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if errors.Is(err, syscall.ECONNREFUSED) && time.Now().Before(deadline) {

@@ -19,6 +19,7 @@ func init() { register(newServeCmd) }
 
 func newServeCmd(e *env) *cobra.Command {
 	var addr, storeFlag, token, tokenName, user, notify string
+	var allowHosts []string
 	var execute bool
 	var interval time.Duration
 	cmd := &cobra.Command{
@@ -32,9 +33,12 @@ pending in it. See docs/serve.md.
 
 The server listens on 127.0.0.1:8080 unless --addr says otherwise, and refuses
 an address beyond the loopback interface without a token (--token or
-NEXA_SERVE_TOKEN). --notify URL posts a JSON event signed with
-NEXA_NOTIFY_SECRET when a run starts waiting, completes, fails or has unknown
-outcomes.
+NEXA_SERVE_TOKEN). It answers only requests whose Host header is its own
+address, a loopback address or localhost (with its port), or a name given with
+--allow-host (a proxy or domain in front of it); any other host gets 421, which
+keeps a DNS-rebinding page out. --notify URL posts a Standard Webhooks event,
+signed with NEXA_NOTIFY_SECRET, when a run starts waiting, completes, fails or
+has unknown outcomes; redirects are not followed.
 
 Exit codes: 0 stopped by a signal, 1 operational error (cannot listen, store
 unreadable), 2 usage error.`,
@@ -46,8 +50,16 @@ unreadable), 2 usage error.`,
 			if err := serve.CheckBind(addr, token); err != nil {
 				return usageErrorf("%v", err)
 			}
+			for _, h := range allowHosts {
+				if err := serve.CheckAllowHost(h); err != nil {
+					return usageErrorf("%v", err)
+				}
+			}
 			if notify != "" {
 				if err := serve.CheckNotifyURL(notify); err != nil {
+					return usageErrorf("%v", err)
+				}
+				if _, err := serve.WebhookKey(e.getenv("NEXA_NOTIFY_SECRET")); err != nil {
 					return usageErrorf("%v", err)
 				}
 			}
@@ -73,7 +85,7 @@ unreadable), 2 usage error.`,
 				return &exitError{code: ExitFailed, msg: fmt.Sprintf("--execute needs the path of this binary: %v", err)}
 			}
 			o := serve.Options{
-				Store: s, StoreName: red.Redact(s.Path()), StoreFlag: name, Addr: addr,
+				Store: s, StoreName: red.Redact(s.Path()), StoreFlag: name, Addr: addr, AllowHosts: allowHosts,
 				Token: token, TokenName: tokenName, User: user,
 				Redact: red.Redact, Log: e.stderr,
 			}
@@ -105,11 +117,12 @@ unreadable), 2 usage error.`,
 	fl := cmd.Flags()
 	fl.StringVar(&addr, "addr", serve.DefaultAddr, "listen `HOST:PORT`; beyond loopback only with a token")
 	fl.StringVar(&storeFlag, "store", "", "run store `PATH` (default .nexa/runs.sqlite3, or NEXA_STORE)")
+	fl.StringArrayVar(&allowHosts, "allow-host", nil, "also answer requests for this host `NAME` (or NAME:PORT), e.g. a proxy's domain; repeatable")
 	fl.StringVar(&token, "token", "", "require this token of every request (or NEXA_SERVE_TOKEN)")
 	fl.StringVar(&tokenName, "token-name", "token", "who decisions made with the token are recorded as")
 	fl.StringVar(&user, "user", "", "who decisions are recorded as (wins over --token-name)")
 	fl.BoolVar(&execute, "execute", false, "continue a run once its last pending call is decided")
-	fl.StringVar(&notify, "notify", "", "post run events to this `URL` (signed with NEXA_NOTIFY_SECRET)")
+	fl.StringVar(&notify, "notify", "", "post run events to this `URL` (Standard Webhooks, signed with NEXA_NOTIFY_SECRET)")
 	fl.DurationVar(&interval, "notify-interval", 2*time.Second, "how often the store is polled for events")
 	return cmd
 }

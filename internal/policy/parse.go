@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -120,9 +119,21 @@ var (
 	risks    = []string{"low", "medium", "high", "critical"}
 )
 
-// ruleName is what a rule may be called: it is journaled as
-// "policy:<name>" and shown in lists, so it stays one plain word.
-var ruleName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// validRuleName reports whether s may name a rule: it is journaled as
+// "policy:<name>" and shown in lists, so it stays one plain word of 1 to
+// 64 letters, digits, '.', '_' or '-', starting with a letter or digit.
+func validRuleName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i, c := range []byte(s) {
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // checker walks the decoded TOML, collecting every problem.
 type checker struct {
@@ -226,7 +237,7 @@ func (c *checker) rule(i int, t map[string]any) (r *rule, ok bool) {
 		c.errorf(r.line, "rule %d has no name; every rule needs a unique name, which the journal records", i+1)
 	} else if s, ok := name.(string); !ok {
 		c.errorf(c.lines.find(i, "name"), "name of rule %d must be a string, found %s", i+1, describe(name))
-	} else if !ruleName.MatchString(s) {
+	} else if !validRuleName(s) {
 		c.errorf(c.lines.find(i, "name"), "name %q of rule %d must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", s, i+1)
 	} else {
 		r.name = s

@@ -3,12 +3,15 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/state"
@@ -21,7 +24,14 @@ const (
 	// CodeForbidden: a form without this session's CSRF token, or a
 	// request sent by another site's page.
 	CodeForbidden = "forbidden"
+	// CodeTooLarge: a request body over MaxRequestBody (HTTP 413).
+	CodeTooLarge = "request_too_large"
 )
+
+// MaxRequestBody is the largest JSON body the API reads (1 MiB): a
+// decision or a resolution is a few hundred bytes, and a bound keeps a
+// client from making the server hold an endless body in memory.
+const MaxRequestBody = 1 << 20
 
 // apiError is the JSON error object, the CLI's {"code","message"}.
 type apiError struct {
@@ -42,6 +52,10 @@ func httpStatus(code string) int {
 		return http.StatusUnauthorized
 	case CodeForbidden:
 		return http.StatusForbidden
+	case CodeMisdirected:
+		return http.StatusMisdirectedRequest
+	case CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusInternalServerError
 }
@@ -82,7 +96,7 @@ func (s *Server) api(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		if r.Method == http.MethodPost {
-			if !sameOrigin(r) {
+			if !s.sameOrigin(r) {
 				s.writeAPIError(w, apiError{Code: CodeForbidden, Message: "refused: the request came from a page of another site"})
 				return
 			}
@@ -168,13 +182,25 @@ type decideRequest struct {
 	} `json:"decisions"`
 }
 
-// readJSON decodes a request body strictly: unknown fields are refused so
-// that a misspelt "approved" is never read as a denial.
-func readJSON(r *http.Request, v any) *apiError {
-	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return &apiError{Code: engine.CodeUsage, Message: fmt.Sprintf("the request body is not the expected JSON: %v", err)}
+// readJSON decodes a request body strictly, so that what a person meant is
+// never guessed: a name the type does not have (a misspelt "approved" must
+// not read as a denial), a name that matches only when case is ignored
+// ("Approved"), a name given twice (which of two "approved" counts?),
+// anything after the object, text that is not UTF-8, or a body over
+// MaxRequestBody is refused, and nothing is recorded.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return &apiError{Code: CodeTooLarge, Message: fmt.Sprintf("the request body is over %d bytes; nothing was recorded", MaxRequestBody)}
+	}
+	if err != nil {
+		return &apiError{Code: engine.CodeUsage, Message: fmt.Sprintf("reading the request body: %v", err)}
+	}
+	// The v2 decoder refuses duplicate names, invalid UTF-8 and trailing
+	// data, and matches names case-sensitively, by default.
+	if err := jsonv2.Unmarshal(body, v, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return &apiError{Code: engine.CodeUsage, Message: fmt.Sprintf("the request body is not the expected JSON (names are case-sensitive, each given once, and nothing may follow the object): %v", err)}
 	}
 	return nil
 }
@@ -186,7 +212,7 @@ func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req decideRequest
-	if e := readJSON(r, &req); e != nil {
+	if e := readJSON(w, r, &req); e != nil {
 		s.writeAPIError(w, *e)
 		return
 	}
@@ -225,7 +251,7 @@ func (s *Server) apiResolve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req resolveRequest
-	if e := readJSON(r, &req); e != nil {
+	if e := readJSON(w, r, &req); e != nil {
 		s.writeAPIError(w, *e)
 		return
 	}

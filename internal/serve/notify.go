@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,15 +21,23 @@ import (
 	"github.com/nexa-run/nexa/internal/state"
 )
 
-// Webhook headers. The signature is "sha256=" and the hex HMAC-SHA256,
-// under the shared secret, of the timestamp header, a dot and the body, so
-// a receiver can check both origin and freshness.
+// Webhook headers, as the Standard Webhooks specification names them, so a
+// receiver can check a notification with any of its published verifiers.
 const (
-	HeaderEvent     = "X-Nexa-Event"
-	HeaderDelivery  = "X-Nexa-Delivery"
-	HeaderTimestamp = "X-Nexa-Timestamp"
-	HeaderSignature = "X-Nexa-Signature"
+	// HeaderID is the event's id: the same on every retry of one event,
+	// and the same for one run entering one status at one revision, so a
+	// receiver can drop a duplicate.
+	HeaderID = "webhook-id"
+	// HeaderTimestamp is when the attempt was sent, in Unix seconds.
+	HeaderTimestamp = "webhook-timestamp"
+	// HeaderSignature is "v1," and the base64 HMAC-SHA256 of
+	// "ID.TIMESTAMP.BODY" under the secret (see WebhookKey).
+	HeaderSignature = "webhook-signature"
 )
+
+// secretPrefix marks a secret written as the specification serializes
+// one: the key's bytes in base64 after it.
+const secretPrefix = "whsec_"
 
 // notifyStatuses are the statuses whose arrival is announced.
 var notifyStatuses = map[state.Status]bool{
@@ -44,11 +54,20 @@ var openStatuses = []state.Status{
 	state.StatusInterrupted, state.StatusFailed,
 }
 
-// Event is the JSON body of a webhook.
+// Event is the JSON body of a webhook, in the Standard Webhooks shape: a
+// dotted type, when the event happened, and its data.
 type Event struct {
-	// Event is "run." and the status the run entered, e.g.
+	// Type is "run." and the status the run entered, e.g.
 	// run.waiting_approval.
-	Event     string               `json:"event"`
+	Type string `json:"type"`
+	// Timestamp is when the run entered the status (its last write).
+	Timestamp time.Time `json:"timestamp"`
+	Data      EventData `json:"data"`
+}
+
+// EventData is what an event says of its run: enough to act on a waiting
+// run (each pending call and the link to its page) without another request.
+type EventData struct {
 	RunID     string               `json:"run_id"`
 	Status    state.Status         `json:"status"`
 	Agent     string               `json:"agent"`
@@ -61,6 +80,15 @@ type Event struct {
 	URL       string               `json:"url,omitempty"`
 }
 
+// ID is the event's webhook-id: derived from the run, its revision and the
+// type, so every retry carries the same id and the same transition found
+// again (by a restarted server) does too. It is a hash, with no dots and
+// nothing a run's content chooses.
+func (ev Event) ID() string {
+	h := sha256.Sum256([]byte(ev.Type + "\x00" + ev.Data.RunID + "\x00" + strconv.FormatInt(ev.Data.Revision, 10)))
+	return "msg_" + hex.EncodeToString(h[:16])
+}
+
 // Notifier finds runs that entered a status worth announcing by polling
 // the store's run list, and posts one signed JSON event per transition.
 // It only reads runs: a notification that cannot be delivered is logged
@@ -68,7 +96,8 @@ type Event struct {
 type Notifier struct {
 	// URL receives the events (POST).
 	URL string
-	// Secret signs every event; empty sends no signature header.
+	// Secret signs every event (see WebhookKey); empty sends no
+	// signature header.
 	Secret string
 	// Store is polled with List; runs are read with engine.ShowTail.
 	Store state.Store
@@ -78,7 +107,13 @@ type Notifier struct {
 	// Backoff (default 1s).
 	Attempts int
 	Backoff  time.Duration
+	// MaxRetryAfter is the longest Retry-After the notifier honours
+	// (default 5m): a receiver asking for a longer wait has the event
+	// dropped (logged) rather than retried early or holding up the
+	// events behind it.
+	MaxRetryAfter time.Duration
 	// Client posts the events (default: a client with a 10s timeout).
+	// Redirects are never followed, whatever the client says.
 	Client *http.Client
 	// Now and Sleep are the clock; tests replace them.
 	Now   func() time.Time
@@ -103,6 +138,9 @@ func (n *Notifier) defaults() {
 	}
 	if n.Backoff <= 0 {
 		n.Backoff = time.Second
+	}
+	if n.MaxRetryAfter <= 0 {
+		n.MaxRetryAfter = 5 * time.Minute
 	}
 	if n.Client == nil {
 		n.Client = &http.Client{Timeout: 10 * time.Second}
@@ -148,7 +186,7 @@ func (n *Notifier) Run(ctx context.Context) {
 				cancel()
 			}
 			if err != nil {
-				n.Log("notification %s of run %s not delivered: %v", ev.Event, ev.RunID, err)
+				n.Log("notification %s of run %s not delivered: %v", ev.Type, ev.Data.RunID, err)
 			}
 		}
 	}()
@@ -165,7 +203,7 @@ func (n *Notifier) Run(ctx context.Context) {
 			select {
 			case queue <- ev:
 			default:
-				n.Log("notification %s of run %s dropped: too many undelivered events", ev.Event, ev.RunID)
+				n.Log("notification %s of run %s dropped: too many undelivered events", ev.Type, ev.Data.RunID)
 			}
 		}
 		if n.Sleep(ctx, n.Interval) != nil {
@@ -294,10 +332,10 @@ func newestOf(fresh []state.Summary, since *state.Cursor) *state.Cursor {
 // event builds the body for run r, with its pending or unknown calls. st
 // is the run's tail when the caller has already read it, else nil.
 func (n *Notifier) event(ctx context.Context, r state.Summary, st *state.RunState) Event {
-	ev := Event{Event: "run." + string(r.Status), RunID: r.ID, Status: r.Status, Agent: r.Agent, File: r.File,
-		Revision: r.Revision, UpdatedAt: r.UpdatedAt}
+	ev := Event{Type: "run." + string(r.Status), Timestamp: r.UpdatedAt.UTC(), Data: EventData{RunID: r.ID, Status: r.Status,
+		Agent: r.Agent, File: r.File, Revision: r.Revision, UpdatedAt: r.UpdatedAt}}
 	if n.BaseURL != "" {
-		ev.URL = n.BaseURL + "/runs/" + r.ID
+		ev.Data.URL = n.BaseURL + "/runs/" + r.ID
 	}
 	// The tail keeps every call that is not completed, which is all an
 	// event lists, without reading a long run whole.
@@ -309,13 +347,13 @@ func (n *Notifier) event(ctx context.Context, r state.Summary, st *state.RunStat
 	}
 	v := viewOf(n.Redact, st)
 	if r.Status == state.StatusWaitingApproval {
-		ev.Pending = v.PendingCalls
+		ev.Data.Pending = v.PendingCalls
 	}
 	if r.Status == state.StatusUnknownOutcome {
-		ev.Unknown = v.UnknownCalls
+		ev.Data.Unknown = v.UnknownCalls
 	}
 	if v.Error != nil {
-		ev.Error = &apiError{Code: v.Error.Code, Message: v.Error.Message}
+		ev.Data.Error = &apiError{Code: v.Error.Code, Message: v.Error.Message}
 	}
 	return ev
 }
@@ -330,82 +368,168 @@ func CheckNotifyURL(raw string) error {
 	return nil
 }
 
-// Sign is the signature header value of body sent at timestamp ts.
-func Sign(secret, ts string, body []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
+// WebhookKey is the HMAC key of a webhook secret: a secret written as the
+// Standard Webhooks specification serializes one, "whsec_" and base64, is
+// that base64 decoded (so a receiver's verifier given the same string
+// agrees); any other string is used as it is, its bytes the key.
+func WebhookKey(secret string) ([]byte, error) {
+	enc, ok := strings.CutPrefix(secret, secretPrefix)
+	if !ok {
+		return []byte(secret), nil
+	}
+	key, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil || len(key) == 0 {
+		return nil, fmt.Errorf("NEXA_NOTIFY_SECRET starts with %s but the rest is not base64 of a key; give whsec_ and standard base64, or a secret without that prefix", secretPrefix)
+	}
+	return key, nil
+}
+
+// Sign is the webhook-signature value of body sent as event id at Unix
+// time ts: "v1," and the base64 HMAC-SHA256 of "id.ts.body" under key.
+func Sign(key []byte, id, ts string, body []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id))
+	m.Write([]byte("."))
 	m.Write([]byte(ts))
 	m.Write([]byte("."))
 	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// encode is the body of ev as it is signed and sent, redacted.
+func (n *Notifier) encode(ev Event) ([]byte, error) {
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return nil, fmt.Errorf("encode event: %w", err)
+	}
+	return []byte(n.Redact(string(body))), nil
 }
 
 // deliverOnce posts ev in a single attempt.
 func (n *Notifier) deliverOnce(ctx context.Context, ev Event) error {
-	body, err := json.Marshal(ev)
+	body, err := n.encode(ev)
 	if err != nil {
-		return fmt.Errorf("encode event: %w", err)
+		return err
 	}
-	_, err = n.post(ctx, ev.Event, randomID(), []byte(n.Redact(string(body))))
-	return err
+	return n.post(ctx, ev.ID(), body).err
 }
 
-// Deliver posts ev, retrying a network error, a 429 or a 5xx answer up to
-// Attempts times with doubling waits; any other 4xx answer is final.
+// Deliver posts ev, retrying a network error, a redirect, a 429 or a 5xx
+// answer up to Attempts times with doubling waits, and never sooner than a
+// Retry-After the receiver sent; any other 4xx answer is final. Each failed
+// attempt is logged.
 func (n *Notifier) Deliver(ctx context.Context, ev Event) error {
 	n.defaults()
-	body, err := json.Marshal(ev)
+	body, err := n.encode(ev)
 	if err != nil {
-		return fmt.Errorf("encode event: %w", err)
+		return err
 	}
-	body = []byte(n.Redact(string(body)))
-	delivery := randomID()
+	id := ev.ID()
 	wait := n.Backoff
 	var last error
 	for attempt := 1; attempt <= n.Attempts; attempt++ {
-		if attempt > 1 {
-			if err := n.Sleep(ctx, wait); err != nil {
-				return fmt.Errorf("gave up after %d attempt(s): %w (last: %v)", attempt-1, err, last)
-			}
-			wait *= 2
-		}
-		retry, err := n.post(ctx, ev.Event, delivery, body)
-		if err == nil {
+		a := n.post(ctx, id, body)
+		if a.err == nil {
 			return nil
 		}
-		last = err
-		if !retry {
-			return err
+		last = a.err
+		if !a.retry {
+			return a.err
 		}
+		if attempt == n.Attempts {
+			break
+		}
+		pause := wait
+		if a.after > n.MaxRetryAfter {
+			return fmt.Errorf("%w; it asked to be retried in %s, longer than the notifier waits (%s): dropped", a.err, a.after, n.MaxRetryAfter)
+		}
+		if a.after > pause {
+			pause = a.after
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("gave up after %d attempt(s): %w (last: %v)", attempt, ctx.Err(), last)
+		}
+		n.Log("notification %s of run %s: attempt %d of %d failed: %v; retrying in %s", ev.Type, ev.Data.RunID, attempt, n.Attempts, a.err, pause)
+		if err := n.Sleep(ctx, pause); err != nil {
+			return fmt.Errorf("gave up after %d attempt(s): %w (last: %v)", attempt, err, last)
+		}
+		wait *= 2
 	}
 	return fmt.Errorf("gave up after %d attempts: %w", n.Attempts, last)
 }
 
-// post sends one attempt and says whether a failure is worth retrying.
-func (n *Notifier) post(ctx context.Context, event, delivery string, body []byte) (retry bool, err error) {
+// attempt is how one post went: err nil when delivered; retry when the
+// failure is worth another attempt; after, the wait the receiver asked for
+// with Retry-After (0 when none).
+type attempt struct {
+	err   error
+	retry bool
+	after time.Duration
+}
+
+// noRedirect keeps the client on the URL it was given: a receiver that
+// answers 3xx would otherwise have the event and its signature re-posted
+// wherever it points, a loopback or cloud metadata address included.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// post sends one attempt of the event with id and body.
+func (n *Notifier) post(ctx context.Context, id string, body []byte) attempt {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.URL, bytes.NewReader(body))
 	if err != nil {
-		return false, fmt.Errorf("notify URL: %w", err)
+		return attempt{err: fmt.Errorf("notify URL: %w", err)}
 	}
 	ts := strconv.FormatInt(n.Now().Unix(), 10)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "nexa-serve")
-	req.Header.Set(HeaderEvent, event)
-	req.Header.Set(HeaderDelivery, delivery)
+	req.Header.Set(HeaderID, id)
 	req.Header.Set(HeaderTimestamp, ts)
 	if n.Secret != "" {
-		req.Header.Set(HeaderSignature, Sign(n.Secret, ts, body))
+		key, err := WebhookKey(n.Secret)
+		if err != nil {
+			return attempt{err: err}
+		}
+		req.Header.Set(HeaderSignature, Sign(key, id, ts, body))
 	}
-	resp, err := n.Client.Do(req)
+	client := *n.Client
+	client.CheckRedirect = noRedirect
+	resp, err := client.Do(req)
 	if err != nil {
-		return true, err
+		return attempt{err: err, retry: true}
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
+	code := resp.StatusCode
 	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return false, nil
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return true, fmt.Errorf("receiver answered %s", resp.Status)
+	case code >= 200 && code < 300:
+		return attempt{}
+	case code >= 300 && code < 400:
+		to := n.Redact(resp.Header.Get("Location"))
+		return attempt{retry: true, err: fmt.Errorf("receiver answered %s (to %q); redirects are not followed: give --notify the final URL", resp.Status, to)}
+	case code == http.StatusTooManyRequests || code >= 500:
+		return attempt{retry: true, after: retryAfter(resp.Header.Get("Retry-After"), n.Now()),
+			err: fmt.Errorf("receiver answered %s", resp.Status)}
 	}
-	return false, fmt.Errorf("receiver answered %s (not retried)", resp.Status)
+	return attempt{err: fmt.Errorf("receiver answered %s (not retried)", resp.Status)}
+}
+
+// retryAfter reads a Retry-After value, delay seconds or an HTTP date, as
+// the wait from now; 0 when absent, unreadable or already past.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		if secs > int64(365*24*time.Hour/time.Second) {
+			secs = int64(365 * 24 * time.Hour / time.Second) // no overflow
+		}
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }

@@ -87,14 +87,14 @@ func TestNotifierFindsTransitionsByPolling(t *testing.T) {
 		t.Fatalf("waiting again: %+v %v", evs, err)
 	}
 	ev := evs[0]
-	if ev.Event != "run.waiting_approval" || ev.RunID != runID || len(ev.Pending) != 2 || ev.Pending[0].CallID != "call_1" {
+	if ev.Type != "run.waiting_approval" || ev.Data.RunID != runID || len(ev.Data.Pending) != 2 || ev.Data.Pending[0].CallID != "call_1" {
 		t.Fatalf("event: %+v", ev)
 	}
 	if b, _ := json.Marshal(ev); strings.Contains(string(b), "hunter2-secret") {
 		t.Fatalf("the event carries a secret: %s", b)
 	}
 	setStatus(t, s, runID, state.StatusCompleted)
-	if evs, _ = n.Poll(ctx); len(evs) != 1 || evs[0].Event != "run.completed" {
+	if evs, _ = n.Poll(ctx); len(evs) != 1 || evs[0].Type != "run.completed" {
 		t.Fatalf("completed: %+v", evs)
 	}
 }
@@ -104,29 +104,30 @@ func TestDeliverSignsAndRetriesWithBackoff(t *testing.T) {
 	rc := &receiver{statuses: []int{503, 429}}
 	n, sleeps := newNotifier(t, s, rc)
 	before := load(t, s).Revision
-	ev := Event{Event: "run.completed", RunID: runID, Status: state.StatusCompleted}
+	ev := Event{Type: "run.completed", Data: EventData{RunID: runID, Status: state.StatusCompleted}}
 	if err := n.Deliver(context.Background(), ev); err != nil {
 		t.Fatalf("deliver: %v", err)
 	}
 	if len(rc.got) != 3 || len(*sleeps) != 2 || (*sleeps)[0] != time.Second || (*sleeps)[1] != 2*time.Second {
 		t.Fatalf("attempts %d, waits %v", len(rc.got), *sleeps)
 	}
-	// Every attempt is the same delivery, signed over timestamp and body.
+	// Every attempt is the same event (one webhook-id), signed over id,
+	// timestamp and body.
 	for i, r := range rc.got {
-		ts := r.Header.Get(HeaderTimestamp)
-		want := Sign("webhook-secret", ts, rc.bodies[i])
+		id, ts := r.Header.Get(HeaderID), r.Header.Get(HeaderTimestamp)
+		want := Sign([]byte("webhook-secret"), id, ts, rc.bodies[i])
 		if !hmac.Equal([]byte(r.Header.Get(HeaderSignature)), []byte(want)) {
 			t.Fatalf("attempt %d: signature %q, want %q", i, r.Header.Get(HeaderSignature), want)
 		}
-		if Sign("other-secret", ts, rc.bodies[i]) == want {
+		if Sign([]byte("other-secret"), id, ts, rc.bodies[i]) == want {
 			t.Fatal("the signature does not depend on the secret")
 		}
-		if r.Header.Get(HeaderEvent) != "run.completed" || r.Header.Get(HeaderDelivery) != rc.got[0].Header.Get(HeaderDelivery) {
+		if id == "" || id != rc.got[0].Header.Get(HeaderID) || id != ev.ID() {
 			t.Fatalf("attempt %d headers: %v", i, r.Header)
 		}
 	}
 	var got Event
-	if err := json.Unmarshal(rc.bodies[2], &got); err != nil || got.RunID != runID {
+	if err := json.Unmarshal(rc.bodies[2], &got); err != nil || got.Data.RunID != runID || got.Type != "run.completed" {
 		t.Fatalf("body: %s %v", rc.bodies[2], err)
 	}
 	if load(t, s).Revision != before {
@@ -139,7 +140,7 @@ func TestDeliverGivesUpWithoutChangingTheRun(t *testing.T) {
 	rc := &receiver{statuses: []int{500, 500, 500, 500, 500, 500}}
 	n, sleeps := newNotifier(t, s, rc)
 	before := load(t, s)
-	err := n.Deliver(context.Background(), Event{Event: "run.failed", RunID: runID})
+	err := n.Deliver(context.Background(), Event{Type: "run.failed", Data: EventData{RunID: runID}})
 	if err == nil || !strings.Contains(err.Error(), "gave up after 5 attempts") {
 		t.Fatalf("err = %v", err)
 	}
@@ -160,7 +161,7 @@ func TestDeliverGivesUpWithoutChangingTheRun(t *testing.T) {
 	// A 4xx answer other than 429 is final: the receiver refused it.
 	rc2 := &receiver{statuses: []int{400}}
 	n2, sleeps2 := newNotifier(t, s, rc2)
-	if err := n2.Deliver(context.Background(), Event{Event: "run.failed", RunID: runID}); err == nil || len(rc2.got) != 1 || len(*sleeps2) != 0 {
+	if err := n2.Deliver(context.Background(), Event{Type: "run.failed", Data: EventData{RunID: runID}}); err == nil || len(rc2.got) != 1 || len(*sleeps2) != 0 {
 		t.Fatalf("400: err %v, attempts %d", err, len(rc2.got))
 	}
 }
@@ -192,7 +193,7 @@ func TestNotifierRunDeliversWhatItFinds(t *testing.T) {
 	n.Run(ctx)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	if len(rc.got) != 1 || rc.got[0].Header.Get(HeaderEvent) != "run.completed" {
+	if len(rc.got) != 1 || !strings.Contains(string(rc.bodies[0]), `"type":"run.completed"`) {
 		t.Fatalf("deliveries: %d", len(rc.got))
 	}
 }
@@ -247,7 +248,7 @@ func TestNotifierReadsOpenAndNewRunsOnly(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, ev := range evs {
-		got[ev.RunID] = ev.Event
+		got[ev.Data.RunID] = ev.Type
 	}
 	if got["run_01TESTSERVENEW0000000000001"] != "run.completed" || got["run_01TESTSERVENEW0000000000002"] != "run.waiting_approval" {
 		t.Fatalf("new runs announced as %v", got)
@@ -296,7 +297,7 @@ func TestNotifierAnnouncesAReturnToTheSameStatus(t *testing.T) {
 	}
 	setStatus(t, s, runID, state.StatusRunning)
 	setStatus(t, s, runID, state.StatusWaitingApproval)
-	if evs, err := n.Poll(ctx); err != nil || len(evs) != 1 || evs[0].Event != "run.waiting_approval" {
+	if evs, err := n.Poll(ctx); err != nil || len(evs) != 1 || evs[0].Type != "run.waiting_approval" {
 		t.Fatalf("first wait: %+v %v", evs, err)
 	}
 	if evs, _ := n.Poll(ctx); len(evs) != 0 {
@@ -305,10 +306,10 @@ func TestNotifierAnnouncesAReturnToTheSameStatus(t *testing.T) {
 	setStatus(t, s, runID, state.StatusRunning)
 	setStatus(t, s, runID, state.StatusWaitingApproval)
 	evs, err := n.Poll(ctx)
-	if err != nil || len(evs) != 1 || evs[0].Event != "run.waiting_approval" {
+	if err != nil || len(evs) != 1 || evs[0].Type != "run.waiting_approval" {
 		t.Fatalf("waiting again between two polls was not announced: %+v %v", evs, err)
 	}
-	if run, err := s.Load(ctx, runID); err != nil || evs[0].Revision != run.Revision {
-		t.Fatalf("the event names revision %d, not the run's latest (%v)", evs[0].Revision, err)
+	if run, err := s.Load(ctx, runID); err != nil || evs[0].Data.Revision != run.Revision {
+		t.Fatalf("the event names revision %d, not the run's latest (%v)", evs[0].Data.Revision, err)
 	}
 }

@@ -110,7 +110,7 @@ func (s *Server) formPost(h func(http.ResponseWriter, *http.Request, *pageData))
 			s.render(w, http.StatusUnauthorized, "login.html", &pageData{Title: "Sign in", Error: "sign in first; nothing was recorded", CSRF: s.csrfToken(s.session(w, r))})
 			return
 		}
-		if !sameOrigin(r) || !s.csrfOK(r) {
+		if !s.sameOrigin(r) || !s.csrfOK(r) {
 			sid := s.session(w, r)
 			s.render(w, http.StatusForbidden, "message.html", &pageData{Title: "Refused", CSRF: s.csrfToken(sid),
 				Error: "refused: this form did not come from this inbox's page (missing or wrong CSRF token); nothing was recorded. Reload the page and try again."})
@@ -282,7 +282,7 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 1<<16)
-	if !sameOrigin(r) || !s.csrfOK(r) {
+	if !s.sameOrigin(r) || !s.csrfOK(r) {
 		sid := s.session(w, r)
 		s.render(w, http.StatusForbidden, "login.html", &pageData{Title: "Sign in", CSRF: s.csrfToken(sid), Error: "refused: the sign-in form did not come from this page; try again"})
 		return

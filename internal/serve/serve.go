@@ -50,6 +50,12 @@ type Options struct {
 	StoreFlag string
 	// Addr is the listen address; DefaultAddr when empty.
 	Addr string
+	// AllowHosts are the names (--allow-host, each optionally with
+	// :PORT) the server answers for besides its own address, loopback
+	// and localhost: the name of a reverse proxy or domain in front of
+	// it. Every other Host header is refused with 421, which is what
+	// stops a DNS-rebinding page.
+	AllowHosts []string
 	// Token, when set, is required of every request: as a bearer token on
 	// the API and through a login form on the pages. A non-loopback Addr
 	// without a token is refused.
@@ -78,7 +84,8 @@ type Options struct {
 type Server struct {
 	o        Options
 	mux      *http.ServeMux
-	key      []byte // signs CSRF tokens
+	allow    []allowedHost // Options.AllowHosts, parsed
+	key      []byte        // signs CSRF tokens
 	mu       sync.Mutex
 	sessions map[string]bool // session id → logged in
 	logMu    sync.Mutex
@@ -106,6 +113,13 @@ func New(o Options) (*Server, error) {
 		o.TokenName = "token"
 	}
 	s := &Server{o: o, mux: http.NewServeMux(), sessions: map[string]bool{}}
+	for _, h := range o.AllowHosts {
+		a, err := parseAllowHost(h)
+		if err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		s.allow = append(s.allow, a)
+	}
 	s.key = make([]byte, 32)
 	if _, err := rand.Read(s.key); err != nil {
 		return nil, fmt.Errorf("serve: random key: %w", err)
@@ -136,7 +150,9 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// ServeHTTP makes the Server an http.Handler.
+// ServeHTTP makes the Server an http.Handler. The Host check comes before
+// everything else, so a request for a host this server does not answer
+// for reads nothing, makes no session and records nothing.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("X-Frame-Options", "DENY")
@@ -144,6 +160,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// "Origin: null" on form posts, which the origin check must refuse.
 	w.Header().Set("Referrer-Policy", "same-origin")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'")
+	if !s.hostAllowed(r, r.Host) {
+		s.refuseHost(w, r)
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
