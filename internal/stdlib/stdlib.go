@@ -3,6 +3,7 @@ package stdlib
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 )
 
 // Risk levels of runtime.md 8, spelled as ir.Tool.Risk spells them so
@@ -43,38 +44,67 @@ type Tool struct {
 	Idempotent bool
 }
 
-// clone returns a copy whose Parameters do not alias the catalog, so no
-// caller can change the declarations seen by another.
-func (t Tool) clone() Tool {
-	t.Parameters = append(json.RawMessage(nil), t.Parameters...)
-	return t
+//go:generate go run gen.go
+
+// decl is one tool as catalog_gen.go writes it: constants only, so that
+// the catalog is static data and nothing runs before main to build it.
+type decl struct {
+	name, namespace, description, parameters, risk string
+	timeout                                        int
+	idempotent                                     bool
 }
 
-// namespaceOrder is the order of runtime.md 8, which is also the order of
-// Namespaces() and of the compiler's hints.
-var namespaceOrder = []string{"std.fs", "std.shell", "std.http", "std.time", "std.json", "std.text", "std.hash", "std.math", "std.regex"}
+// tool returns the declaration as a Tool whose Parameters are its own
+// copy, so no caller can change the declarations seen by another.
+func (d *decl) tool() Tool {
+	return Tool{
+		Name: d.name, Namespace: d.namespace, Description: d.description,
+		Parameters: json.RawMessage(d.parameters), Returns: "string",
+		Risk: d.risk, Timeout: d.timeout, Idempotent: d.idempotent,
+	}
+}
+
+// index locates tools in catalog by name and by namespace (whose tools
+// std.nx writes together: a range of catalog).
+type index struct {
+	byName      map[string]int
+	byNamespace map[string][2]int
+}
 
 var (
-	byNamespace = map[string][]Tool{}
-	byName      = map[string]Tool{}
+	indexOnce sync.Once
+	theIndex  index
 )
 
-func init() {
+// lookups returns the index, building it on the first call (about a
+// microsecond; see BenchmarkBuildIndex) rather than in an init function, so
+// that nothing runs before main and commands that never look at a built-in
+// tool pay nothing.
+func lookups() *index {
+	indexOnce.Do(func() { theIndex = buildIndex() })
+	return &theIndex
+}
+
+func buildIndex() index {
+	ix := index{byName: make(map[string]int, len(catalog)), byNamespace: make(map[string][2]int, len(namespaceOrder))}
 	for i := range catalog {
-		if catalog[i].Returns == "" {
-			catalog[i].Returns = "string"
+		d := &catalog[i]
+		ix.byName[d.name] = i
+		r, seen := ix.byNamespace[d.namespace]
+		if !seen {
+			r[0] = i
 		}
-		t := catalog[i]
-		byNamespace[t.Namespace] = append(byNamespace[t.Namespace], t)
-		byName[t.Name] = t
+		r[1] = i + 1
+		ix.byNamespace[d.namespace] = r
 	}
+	return ix
 }
 
 // Namespaces returns the full names of the built-in namespaces ("std.fs",
 // …) in the order of runtime.md 8, so the compiler can list and suggest
 // them.
 func Namespaces() []string {
-	return append([]string(nil), namespaceOrder...)
+	return append([]string(nil), namespaceOrder[:]...)
 }
 
 // canonical accepts "std.fs" and "fs" alike, since the compiler sees the
@@ -90,13 +120,13 @@ func canonical(ns string) string {
 // order, and false for an unknown namespace, so the compiler can expand
 // `uses std.NS` into tools.
 func Tools(ns string) ([]Tool, bool) {
-	list, ok := byNamespace[canonical(ns)]
+	r, ok := lookups().byNamespace[canonical(ns)]
 	if !ok {
 		return nil, false
 	}
-	out := make([]Tool, len(list))
-	for i, t := range list {
-		out[i] = t.clone()
+	out := make([]Tool, 0, r[1]-r[0])
+	for i := r[0]; i < r[1]; i++ {
+		out = append(out, catalog[i].tool())
 	}
 	return out, true
 }
@@ -105,20 +135,19 @@ func Tools(ns string) ([]Tool, bool) {
 // that a call names a real built-in and the compiler can detect clashes with
 // user tools.
 func Lookup(name string) (Tool, bool) {
-	t, ok := byName[name]
+	i, ok := lookups().byName[name]
 	if !ok {
 		return Tool{}, false
 	}
-	return t.clone(), true
+	return catalog[i].tool(), true
 }
 
 // All returns every built-in tool, namespace by namespace, for listings
 // (docs, nexa inspect) and tests.
 func All() []Tool {
-	out := make([]Tool, 0, len(catalog))
-	for _, ns := range namespaceOrder {
-		list, _ := Tools(ns)
-		out = append(out, list...)
+	out := make([]Tool, len(catalog))
+	for i := range catalog {
+		out[i] = catalog[i].tool()
 	}
 	return out
 }
