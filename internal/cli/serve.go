@@ -87,7 +87,7 @@ unreadable), 2 usage error.`,
 			o := serve.Options{
 				Store: s, StoreName: red.Redact(s.Path()), StoreFlag: name, Addr: addr, AllowHosts: allowHosts,
 				Token: token, TokenName: tokenName, User: user,
-				Redact: red.Redact, Log: e.stderr,
+				Redact: red.Redact, Log: e.stderr, EditChecker: editCheckerFor(e, s),
 			}
 			if execute {
 				o.Execute = serve.CommandResumer{Exe: exe, StoreFlag: storeFlag, Output: red.Writer(e.stderr)}

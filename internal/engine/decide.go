@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -59,7 +60,9 @@ func ApplyDecisions(st *state.RunState, ds []Decision, check EditChecker) (state
 	}
 	edited := map[string]json.RawMessage{}
 	for _, d := range ds {
-		if d.Args == nil {
+		if d.Args == nil || sameJSON(d.Args, st.Entry(d.CallID).Arguments) {
+			// No edit, or one that changes nothing (a form that
+			// sends the arguments back as shown).
 			continue
 		}
 		if !d.Approve {
@@ -311,4 +314,22 @@ func describeServers(had, now []state.MCPServer) string {
 	}
 	sort.Strings(diffs)
 	return strings.Join(diffs, "; ")
+}
+
+// sameJSON reports whether a and b are the same JSON value, whatever their
+// spacing and member order.
+func sameJSON(a, b json.RawMessage) bool {
+	norm := func(r json.RawMessage) ([]byte, bool) {
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(r))
+		dec.UseNumber()
+		if dec.Decode(&v) != nil || dec.More() {
+			return nil, false
+		}
+		out, err := json.Marshal(v)
+		return out, err == nil
+	}
+	na, oka := norm(a)
+	nb, okb := norm(b)
+	return oka && okb && bytes.Equal(na, nb)
 }

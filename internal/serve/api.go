@@ -12,6 +12,7 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/state"
@@ -46,7 +47,7 @@ func httpStatus(code string) int {
 		return http.StatusNotFound
 	case engine.CodeCheckpointConflict, engine.CodeNotWaiting, engine.CodeNotPending:
 		return http.StatusConflict
-	case engine.CodeUsage, engine.CodeUnknownCall, engine.CodeNotStarted:
+	case engine.CodeUsage, engine.CodeUnknownCall, engine.CodeNotStarted, engine.CodeInvalidEdit:
 		return http.StatusBadRequest
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
@@ -179,6 +180,9 @@ type decideRequest struct {
 		CallID   string `json:"call_id"`
 		Approved *bool  `json:"approved"`
 		Reason   string `json:"reason"`
+		// Args, with an approval, are the arguments to run the call
+		// with instead of the model's.
+		Args jsontext.Value `json:"args,omitempty"`
 	} `json:"decisions"`
 }
 
@@ -226,7 +230,11 @@ func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request) {
 			s.writeAPIError(w, apiError{Code: engine.CodeUsage, Message: `every decision needs "call_id" and an explicit "approved": true or false`})
 			return
 		}
-		ds = append(ds, engine.Decision{CallID: d.CallID, Approve: *d.Approved, Reason: d.Reason})
+		dec := engine.Decision{CallID: d.CallID, Approve: *d.Approved, Reason: d.Reason}
+		if len(d.Args) > 0 {
+			dec.Args = json.RawMessage(d.Args)
+		}
+		ds = append(ds, dec)
 	}
 	st, executing, err := s.decide(r.Context(), id, req.Revision, ds)
 	if err != nil {
@@ -286,7 +294,7 @@ func (s *Server) decide(ctx context.Context, id string, revision int64, ds []eng
 	for i := range ds {
 		ds[i].By, ds[i].At = s.who(), now
 	}
-	st, err := engine.DecideAtRevision(ctx, s.o.Store, id, revision, ds)
+	st, err := engine.DecideWith(ctx, s.o.Store, id, ds, engine.DecideOptions{Revision: revision, Check: s.o.EditChecker, Now: now})
 	if err != nil {
 		return nil, false, err
 	}
@@ -294,6 +302,8 @@ func (s *Server) decide(ctx context.Context, id string, revision int64, ds []eng
 		verb := "approved"
 		if !d.Approve {
 			verb = "denied"
+		} else if e := st.Entry(d.CallID); e != nil && e.ApprovedArguments != nil {
+			verb = "approved with edited arguments"
 		}
 		s.logf("call %s of run %s %s by %s (revision %d)", d.CallID, id, verb, d.By, st.Revision)
 	}
@@ -330,10 +340,16 @@ type runView struct {
 	*state.RunState
 	PendingCalls []engine.PendingCall `json:"pending_calls"`
 	UnknownCalls []engine.UnknownCall `json:"unknown_calls"`
+	DeniedCalls  []engine.DeniedCall  `json:"denied_calls"`
 }
 
 // view redacts a run and derives its pending and unknown calls.
-func (s *Server) view(st *state.RunState) runView { return viewOf(s.o.Redact, st) }
+// A wait for a decision that ran out is shown as expired (the next
+// process that holds the run records it).
+func (s *Server) view(st *state.RunState) runView {
+	engine.ExpireApprovals(st, s.o.Now())
+	return viewOf(s.o.Redact, st)
+}
 
 // viewOf is view with the redactor given, for the notifier, which has no
 // Server.
@@ -341,6 +357,7 @@ func viewOf(red func(string) string, st *state.RunState) runView {
 	r := redactRun(red, st)
 	v := runView{RunState: r}
 	v.PendingCalls, v.UnknownCalls = engine.OperatorCalls(r)
+	v.DeniedCalls = engine.DeniedCalls(context.Background(), nil, r)
 	return v
 }
 
@@ -364,6 +381,7 @@ func redactRun(red func(string) string, st *state.RunState) *state.RunState {
 	c.Journal = make([]state.JournalEntry, len(st.Journal))
 	for i, e := range st.Journal {
 		e.Arguments = redactRaw(red, e.Arguments)
+		e.ApprovedArguments = redactRaw(red, e.ApprovedArguments)
 		e.RawArgs = red(e.RawArgs)
 		e.Result = red(e.Result)
 		e.Reason = red(e.Reason)

@@ -242,13 +242,21 @@ func (s *Server) operatorForm(key string, read func(r *http.Request) string,
 // never implied.
 func (s *Server) decideForm() func(http.ResponseWriter, *http.Request, *pageData) {
 	return s.operatorForm("decided", func(r *http.Request) string {
-		if d := r.PostFormValue("decision"); d != "approve" && d != "deny" {
+		if d := r.PostFormValue("decision"); d != "approve" && d != "deny" && d != "approve-edited" {
 			return "say the decision explicitly: Approve or Deny (nothing was recorded)"
 		}
 		return ""
 	}, func(r *http.Request, id string, rev int64, callID string) error {
-		_, _, err := s.decide(r.Context(), id, rev, []engine.Decision{{CallID: callID,
-			Approve: r.PostFormValue("decision") == "approve", Reason: r.PostFormValue("reason")}})
+		choice := r.PostFormValue("decision")
+		d := engine.Decision{CallID: callID, Approve: choice != "deny", Reason: r.PostFormValue("reason")}
+		if choice == "approve-edited" {
+			// Only its own button sends the box: the box shows the
+			// arguments as the page shows them (secrets redacted),
+			// which are not what a plain approval runs. Sent back
+			// unchanged they are no edit (ApplyDecisions).
+			d.Args = json.RawMessage(strings.TrimSpace(r.PostFormValue("args")))
+		}
+		_, _, err := s.decide(r.Context(), id, rev, []engine.Decision{d})
 		return err
 	})
 }

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/state"
 )
 
@@ -76,6 +77,10 @@ type Options struct {
 	// Log receives one line per server event (decisions, executions,
 	// failed notifications); nil discards.
 	Log io.Writer
+	// EditChecker builds, for a run, the checker of arguments a person
+	// edits before approving (nexa runs approve --args checks the same
+	// way); nil refuses edits.
+	EditChecker func(*state.RunState) (engine.EditChecker, error)
 	// Now is the clock of decision records; time.Now when nil.
 	Now func() time.Time
 }
