@@ -17,7 +17,7 @@ import (
 // A parser, template set or schema built at package level costs far more
 // (the participle grammars: 0.6 MB, 4,400 allocations; the serve
 // templates: 80 KB, 1,400), so it fails here: build such things on first
-// use (sync.OnceValue) instead. See docs/benchmarks.md, "Start-up".
+// use (sync.OnceValue) instead. See docs/benchmarks.md#start-up.
 const (
 	maxInitBytes  = 48 << 10
 	maxInitAllocs = 200

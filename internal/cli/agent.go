@@ -383,7 +383,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 }
 
 // resumeOptions maps the flags of a resume to the runtime's options; the
-// runtime applies the checks of runtime.md section 5 and records the
+// runtime applies the checks of docs/reference/runtime.md#resume-checks and records the
 // decisions before the run continues.
 func resumeOptions(c *cobra.Command, f *agentFlags, prog *ir.Program, agentName string, ident state.ProviderIdentity, wd string, timeout time.Duration, mcp []state.MCPServer, by string) engine.ResumeOptions {
 	req := engine.ResumeRequest{SourceHash: prog.Hash, Agent: agentName, Provider: ident, WorkDir: wd, MCPServers: mcp}

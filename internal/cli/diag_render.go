@@ -140,7 +140,7 @@ func diagSnippet(w io.Writer, width, line, col int, text, label string, st *diag
 	fmt.Fprintf(w, "%s %s%s\n", st.gutter.Sprint(strings.Repeat(" ", width+1)+" |"), pad.String(), caretColor.Sprint(caret))
 }
 
-// diagJSON is the `d` object of cli.md.
+// diagJSON is docs/reference/json.md#diagnostic.
 type diagJSON struct {
 	File    string `json:"file"`
 	Line    int    `json:"line"`

@@ -15,7 +15,7 @@ import (
 
 func init() { register(newInspectCmd) }
 
-// inspectJSON is the output of `nexa inspect --json` (cli.md).
+// inspectJSON is the output of `nexa inspect --json` docs/reference/json.md#inspect.
 type inspectJSON struct {
 	SourceHash   string            `json:"source_hash"`
 	Files        []string          `json:"files"`

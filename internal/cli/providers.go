@@ -18,7 +18,7 @@ type resolvedProvider struct {
 	identity state.ProviderIdentity
 }
 
-// resolveProvider applies runtime.md section 10: the provider kind, the
+// resolveProvider applies docs/reference/runtime.md#provider-resolution: the provider kind, the
 // model, then endpoint and key, first found wins. It never puts a key in an
 // error message.
 func resolveProvider(e *env, f *agentFlags, prog *ir.Program, agent *ir.Agent, sec *secretSet, onRetry func(int, error, time.Duration)) (*resolvedProvider, error) {

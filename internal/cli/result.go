@@ -205,7 +205,7 @@ func (p *printOnce) do(print func()) {
 	print()
 }
 
-// stopAtOnce ends the process on a second signal (runtime.md 7): it prints
+// stopAtOnce ends the process on a second signal (docs/reference/runtime.md#deadline-budgets-and-signals): it prints
 // the run as last saved — a call in flight shows as started, under
 // unknown_calls — and exits 130 without waiting for anything else.
 func stopAtOnce(e *env, f *agentFlags, st storeHandle, runID, file string) {
@@ -230,7 +230,7 @@ func stopAtOnce(e *env, f *agentFlags, st storeHandle, runID, file string) {
 	os.Exit(ExitInterrupted)
 }
 
-// exitCodeFor maps a run's status to the exit code of cli.md.
+// exitCodeFor maps a run's status to docs/reference/cli.md#exit-codes.
 func exitCodeFor(s state.Status) int {
 	switch s {
 	case state.StatusCompleted:

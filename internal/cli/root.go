@@ -20,7 +20,7 @@ var Commit = "unknown"
 // LanguagePath is the language path this binary implements.
 const LanguagePath = "2.4"
 
-// Exit codes of cli.md.
+// docs/reference/cli.md#exit-codes.
 const (
 	ExitOK              = 0
 	ExitFailed          = 1

@@ -399,7 +399,7 @@ told in the tool result that a person changed the arguments, and to what.`,
 	return cmd
 }
 
-// runsWriteError maps a store write error to the exit codes of cli.md.
+// runsWriteError maps a store write error to docs/reference/cli.md#exit-codes.
 func runsWriteError(s storeHandle, id string, err error) error {
 	if err == nil {
 		return nil
@@ -421,7 +421,7 @@ func runsWriteError(s storeHandle, id string, err error) error {
 }
 
 // maxResolveOutputBytes bounds the file of runs resolve --output @FILE
-// (docs/cli.md, "Size limits"): the request body nexa serve accepts for
+// (docs/reference/cli.md#size-limits): the request body nexa serve accepts for
 // the same resolution, so both ways take the same outputs.
 const maxResolveOutputBytes = 4 << 20
 

@@ -39,7 +39,7 @@ type typeInfo struct {
 	optional bool
 }
 
-// builtinTypes are the type names of language.md 4.1 and their 2.x
+// builtinTypes are the type names of docs/reference/language.md#parameters-and-schemas and their 2.x
 // aliases: the type of each scalar type, or nil for the generic ones
 // (list, dict, Option, Result), whose types resolveTerm builds from their
 // arguments. Resolution, the "takes no type arguments" check and the

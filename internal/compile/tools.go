@@ -9,14 +9,14 @@ import (
 	"github.com/nexa-run/nexa/internal/lang"
 )
 
-// Risk levels of language.md 4.1, lowest first.
+// Risk levels of docs/reference/language.md#annotated-tools, lowest first.
 var riskLevels = []string{"low", "medium", "high", "critical"}
 
 // toolSettings are the @tool settings nexa knows. Any other name is an
 // error: a misspelt setting (requires_aproval) must not silently switch
 // off what it was meant to switch on. Nexa 2.3 reads only risk_level,
 // requires_approval and sandbox of a tool (and has a category), all known
-// here, so no tool setting of 2.3 is ignored (docs/language.md 4.5).
+// here, so no tool setting of 2.3 is ignored (docs/language.md#45-nexa-23-settings-that-nexa-ignores).
 var toolSettings = []string{"description", "risk_level", "requires_approval", "sandbox", "timeout", "approval_timeout", "idempotent", "category"}
 
 // DefaultToolTimeout is the timeout of a tool that sets none, in seconds.
@@ -515,7 +515,7 @@ func (c *compiler) compileLegacyTool(lt *lang.LegacyTool, src *source) *ir.Tool 
 	return tool
 }
 
-// checkMCPSpec accepts the MCP server forms of runtime.md 9.
+// checkMCPSpec accepts the MCP server forms of docs/reference/runtime.md#mcp-tools.
 func (c *compiler) checkMCPSpec(pos lang.Position, spec string) {
 	s := strings.TrimSpace(spec)
 	switch {

@@ -1,7 +1,7 @@
 // Package duration reads the durations people write to nexa — the
 // --timeout and --older-than flags, the NEXA_*_TIMEOUT variables and the
 // duration arguments of std.time tools — with one grammar, so that a form
-// accepted in one place is accepted everywhere (docs/cli.md, "Durations").
+// accepted in one place is accepted everywhere (docs/reference/cli.md#durations).
 //
 // The grammar: an optional sign, then either a bare number, which counts
 // seconds ("900", "1.5"), or one or more parts NUMBER UNIT, optionally

@@ -194,7 +194,7 @@ type ResumeRequest struct {
 	Policy *state.PolicyRef
 }
 
-// CheckResume applies runtime.md section 5 before anything is written and
+// CheckResume applies docs/reference/runtime.md#resume-checks before anything is written and
 // names what differs. Terminal runs and passed deadlines are the caller's
 // to handle after this passes.
 func CheckResume(st *state.RunState, req ResumeRequest) error {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Stable error codes of the JSON error object (cli.md). Scripts match on
+// Stable error codes of the JSON error object docs/reference/json.md#error-codes. Scripts match on
 // these, so they never change meaning.
 const (
 	CodeUsage              = "usage_error"

@@ -27,7 +27,7 @@ const ExportFormat = "nexa-runs"
 // a file of a newer version is refused, not partly understood.
 const ExportVersion = 1
 
-// Error codes of an import (cli.md): the file is not a valid export, or a
+// Error codes of an import docs/reference/json.md#error-codes: the file is not a valid export, or a
 // run of the file is already in the target store. CodeExportTooLarge is
 // an export refused because its file would be larger than an import reads.
 const (
@@ -36,7 +36,7 @@ const (
 	CodeExportTooLarge = "export_too_large"
 )
 
-// MaxExportBytes bounds an export file (docs/cli.md, "Size limits"). An
+// MaxExportBytes bounds an export file (docs/reference/cli.md#size-limits). An
 // import holds the whole file in memory to check it before it writes
 // anything, so the file must be bounded; export refuses to write a file
 // larger than this, so that every export can be imported again.

@@ -23,7 +23,7 @@ import (
 // round is the time between the creation of one journal entry and the
 // next. It reports the mean of the first and of the last ten rounds and
 // their ratio, which should stay near 1 (no per-step work grows with the
-// run). Run it with -benchtime 1x; docs/benchmarks.md records its figures.
+// run). Run it with -benchtime 1x; docs/benchmarks.md#steps.
 func BenchmarkFlat(b *testing.B) {
 	const rounds = 2000
 	dir := b.TempDir()

@@ -13,8 +13,7 @@ import (
 	"github.com/nexa-run/nexa/internal/state"
 )
 
-// The lifecycle of a run, one order for every caller (runtime.md sections
-// 5 and 6): take the run's lease, load it, check, write, continue, release.
+// The lifecycle of a run, one order for every caller (docs/reference/runtime.md#lifecycle-order): take the run's lease, load it, check, write, continue, release.
 // The CLI maps flags to these calls and renders what they return; it never
 // locks, loads or saves a run itself.
 
@@ -127,7 +126,7 @@ type ResumeOptions struct {
 	RunID string
 	// Request is what this process found (program, agent, provider,
 	// budgets given, working directory, MCP servers): it must match the
-	// run (runtime.md section 5).
+	// run (docs/reference/runtime.md#resume-checks).
 	Request ResumeRequest
 	// TimeoutGiven: a deadline was asked for; it is fixed at the start, so
 	// the resume is refused.
@@ -201,8 +200,7 @@ func loadHeld(ctx context.Context, s state.Store, runID string, p *Preloaded, l 
 	return loadForDrive(ctx, s, runID)
 }
 
-// Resume continues a run: lease, load, the checks of runtime.md section 5,
-// the deadline, the decisions (saved), then the loop (section 6). The
+// Resume continues a run: lease, load, docs/reference/runtime.md#resume-checks (the checks); docs/reference/runtime.md#lifecycle-order (the order); docs/reference/runtime.md#agent-loop (the loop). The
 // returned state is the run as stored (for a refusal, unchanged) or nil
 // when there is no run to show.
 func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, error) {

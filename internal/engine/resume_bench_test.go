@@ -63,7 +63,7 @@ func confirmProgram() *ir.Program {
 // lease, load the whole run, check, save the decision, run the approved
 // call, ask the model once more and save the answer. Each iteration
 // resumes a fresh copy of the paused run (made outside the timer).
-// Run it with -benchmem; docs/benchmarks.md records its figures.
+// Run it with -benchmem; docs/benchmarks.md#resume.
 func BenchmarkResume2000(b *testing.B) {
 	const rounds = 2000
 	ctx := context.Background()

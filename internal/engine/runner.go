@@ -288,7 +288,7 @@ const (
 	stepStop
 )
 
-// drive is the agent loop of runtime.md section 1. Every transition is saved
+// drive is the agent loop of docs/reference/runtime.md#agent-loop. Every transition is saved
 // before it is acted on; any error of the store ends the drive.
 //
 // crashed says the run was found running: the process that drove it last
@@ -339,7 +339,7 @@ type driver struct {
 
 	// What the loop asks of the run at every step is kept here, built
 	// once per drive and updated as the drive appends, so that a step
-	// costs the same at turn 2,000 as at turn 2 (docs/benchmarks.md):
+	// costs the same at turn 2,000 as at turn 2 docs/benchmarks.md#steps:
 	// callIdx maps a call id to its journal index; every entry below
 	// firstOpen is completed (a completed entry never reopens, and new
 	// entries are appended); rounds counts the assistant messages with
@@ -787,7 +787,7 @@ func (d *driver) journalCalls(msg state.Message, turn int) []state.JournalEntry 
 }
 
 // precheck asks the tool's executor, when it can tell, whether the call
-// would be refused anyway (runtime.md 3: answered before any policy).
+// would be refused anyway (docs/reference/runtime.md#call-checks: answered before any policy).
 func (d *driver) precheck(c state.ToolCall, args json.RawMessage) string {
 	t := d.r.exposed[c.Name]
 	pc, ok := d.r.executors[t.Body.Kind].(tool.Prechecker)
@@ -811,7 +811,7 @@ func rawOrString(s string) json.RawMessage {
 	return b
 }
 
-// checkCall applies runtime.md section 3: exposure, then the arguments
+// checkCall applies docs/reference/runtime.md#call-checks: exposure, then the arguments
 // against the tool's schema. It returns the normalised arguments or the
 // reason for refusal.
 func (r *Runner) checkCall(c state.ToolCall) (json.RawMessage, string) {

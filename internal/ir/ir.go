@@ -7,7 +7,7 @@ import "encoding/json"
 // run needs is resolved here.
 type Program struct {
 	// Hash is "sha256:<64 hex>" over the canonical IR and every source
-	// byte (language.md section 7).
+	// byte (docs/reference/language.md#compiled-program-and-hash).
 	Hash string `json:"source_hash"`
 	// Files are the source files (main first, then includes in a stable
 	// order); secrets files are not among them.
@@ -138,7 +138,7 @@ type Agent struct {
 }
 
 // SystemPrompt is the system message of a run: the prompt, prefixed by the
-// role when one is given (language.md section 3).
+// role when one is given (docs/reference/language.md#agents).
 func (a *Agent) SystemPrompt() string {
 	if a.Role == "" {
 		return a.Prompt

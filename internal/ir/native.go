@@ -4,7 +4,7 @@ package ir
 // *PrintStmt, *AssignStmt or *IfStmt. The set is closed (the unexported
 // method) so that an executor can switch over it exhaustively.
 //
-// Semantics an executor must follow (language.md 4.3):
+// Semantics an executor must follow (docs/reference/language.md#native-bodies):
 //   - Statements run in order; ReturnStmt ends the call with its value as the
 //     result (a string as is, nil as "", anything else JSON-encoded, like
 //     python! bodies). Falling off the end returns "".

@@ -47,7 +47,7 @@ func (s *StringLit) Triple() bool { return strings.HasPrefix(s.Raw, `"""`) }
 // are the most frequent node, and the hand-written parser can say
 // "expected a value". Written as struct tags, values made parsing typical
 // @tool headers allocate 40 % more and take 1.3–1.7 times the CPU time
-// (docs/benchmarks.md, "Compiler").
+// (docs/benchmarks.md#compiler).
 type Value struct {
 	Pos    Position
 	Number *NumberLit
@@ -231,7 +231,7 @@ type Param struct {
 
 // Block is `{ statements }`. Blocks and their statements are parsed by
 // hand (participle.Parseable in stmt.go): written as struct tags they made
-// a native tool body 2.5 times slower to parse (docs/benchmarks.md), and
+// a native tool body 2.5 times slower to parse, and
 // the hand-written ones say "expected a condition after if".
 type Block struct {
 	Pos    Position

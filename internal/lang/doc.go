@@ -37,9 +37,9 @@
 // implement participle.Parseable by hand, because they are most of the
 // tokens of a program and participle's reflective parse of them measured
 // slower (statements: 2.5 times for a native body; values: 1.3–1.7 times
-// the CPU time of typical tool headers, docs/benchmarks.md); each says in
+// the CPU time of typical tool headers, docs/benchmarks.md#compiler); each says in
 // its comment what it accepts. Each construct is defined in exactly one of these places;
-// docs/language.md, "For contributors", has the table and how to add a
+// internal/lang/CONSTRUCTS.md, has the table and how to add a
 // keyword.
 //
 // Positions are Position values (participle fills them: the type has the

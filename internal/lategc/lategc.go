@@ -5,7 +5,7 @@
 // steps and ends a few tens of milliseconds later, with all of it still
 // live. With the collector's default (a first cycle at 4 MiB of heap) such
 // a process spends about a tenth of its CPU marking memory it never frees
-// (docs/benchmarks.md, "Resume"). A long process (a many-step run, a
+// (docs/benchmarks.md#resume). A long process (a many-step run, a
 // 3,000-tool compile, nexa serve) must still be collected as usual, so the
 // collector is off only until the process's memory first reaches the
 // threshold; from that first cycle on, the settings it had apply again.

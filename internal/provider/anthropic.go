@@ -52,7 +52,7 @@ const AnthropicAnswerTool = "final_answer"
 const anthropicRequestTimeout = 24 * time.Hour
 
 // AnthropicConfig is everything an Anthropic Messages endpoint needs. The CLI
-// resolves it from flags, environment and secrets (runtime.md 10); this
+// resolves it from flags, environment and secrets (docs/reference/runtime.md#provider-resolution); this
 // package reads no environment variable itself (not ANTHROPIC_API_KEY, not
 // ANTHROPIC_BASE_URL), so a key meant for one server can never leak to
 // another.

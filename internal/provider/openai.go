@@ -26,7 +26,7 @@ import (
 const DefaultOpenAIBaseURL = "https://api.openai.com/v1"
 
 // OpenAIConfig is everything an OpenAI-compatible endpoint needs. The CLI
-// resolves it from flags, environment and secrets (runtime.md 10); this
+// resolves it from flags, environment and secrets (docs/reference/runtime.md#provider-resolution); this
 // package reads no environment variable itself, so a key meant for one
 // server can never leak to another.
 type OpenAIConfig struct {

@@ -204,7 +204,7 @@ func NewScript(path string, check ScriptCheck) (*Script, error) {
 	return s, nil
 }
 
-// MaxScriptBytes bounds a script file (docs/cli.md, "Size limits"). A
+// MaxScriptBytes bounds a script file (docs/reference/cli.md#size-limits). A
 // script is written by hand or by a test; a larger file is a mistake or a
 // device such as /dev/zero, refused at once rather than read into memory
 // without end.

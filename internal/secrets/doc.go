@@ -1,11 +1,11 @@
-// Package secrets parses `.nxs` secrets files (language.md section 6) and
+// Package secrets parses `.nxs` secrets files (docs/reference/language.md#secrets-files) and
 // keeps their values out of sight.
 //
 // A program's secrets come from secrets.nxs beside its main file, any
 // included .nxs file and the file named by NEXA_SECRETS, loaded in that
 // order and merged with later files winning key by key (Merge). They live
 // only in memory: they are never part of the IR, its hash, the store, logs
-// or JSON output (design.md invariant 6). The package helps keep it so:
+// or JSON output (docs/reference/runtime.md#invariants, invariant 6). The package helps keep it so:
 //
 //   - parse errors are positioned ("file:line:col: expected …, found …")
 //     but name only the kind of token found, never its text, and show no

@@ -93,7 +93,7 @@ func ParseFile(path string) (*File, error) {
 
 // Parse parses src as a secrets file named name (used in error positions).
 //
-// Syntax (language.md section 6, plus what 2.x files in the wild contain):
+// Syntax (docs/reference/language.md#secrets-files, plus what 2.x files in the wild contain):
 //
 //	// line comment, /* block comment */, # line comment
 //	KEY = "value"                      flat entry

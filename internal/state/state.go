@@ -34,7 +34,7 @@ import (
 // resumed.
 type Status string
 
-// The statuses of runtime.md section 1.
+// The statuses of docs/reference/runtime.md#run-states.
 const (
 	StatusRunning         Status = "running"
 	StatusWaitingApproval Status = "waiting_approval"
@@ -67,7 +67,7 @@ func (s Status) Valid() bool {
 	return false
 }
 
-// Stage is the journal stage of one tool call (runtime.md section 2).
+// Stage is the journal stage of one tool call (docs/reference/runtime.md#journal-stages).
 type Stage string
 
 // The three journal stages.

@@ -1,5 +1,5 @@
 // Package stdlib declares the built-in tool namespaces that an agent brings
-// in with `uses std.NS` (runtime.md section 8, language.md section 3).
+// in with `uses std.NS` (docs/reference/runtime.md#tool-execution, docs/reference/language.md#agents).
 //
 // It holds declarations only — name, namespace, description, JSON Schema of
 // the arguments, risk level, default timeout and idempotency — so that the
@@ -45,7 +45,7 @@
 // always safe. Tool names follow Nexa 2.3 where it had the tool, so prompts
 // written for 2.3 agents still name the right tools.
 //
-// Every parameters schema has the shape of language.md 4.1: an object with
+// Every parameters schema has the shape of docs/reference/language.md#parameters-and-schemas: an object with
 // described properties, a required list and additionalProperties false.
 // Optional parameters with a natural default carry "default", which the
 // runtime fills in before execution; no parameter accepts null.

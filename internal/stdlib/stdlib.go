@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// Risk levels of runtime.md 8, spelled as ir.Tool.Risk spells them so
+// Risk levels of docs/reference/runtime.md#tool-execution, spelled as ir.Tool.Risk spells them so
 // the compiler can copy them as they are.
 const (
 	RiskLow    = "low"
@@ -29,13 +29,12 @@ type Tool struct {
 	// Description is sent to the model; it states units, defaults and
 	// limits so the model can call the tool without guessing.
 	Description string
-	// Parameters is the JSON Schema of the arguments object (language.md
-	// 4.1 style, additionalProperties false).
+	// Parameters is the JSON Schema of the arguments object (docs/reference/language.md#parameters-and-schemas, additionalProperties false).
 	Parameters json.RawMessage
 	// Returns is the declared return type, as in the IR ("string": every
 	// built-in returns text, often JSON text).
 	Returns string
-	// Risk is "low" or "high" (runtime.md 8); high needs approval.
+	// Risk is "low" or "high" (docs/reference/runtime.md#tool-execution); high needs approval.
 	Risk string
 	// Timeout is the default execution bound in seconds.
 	Timeout int
@@ -101,7 +100,7 @@ func buildIndex() index {
 }
 
 // Namespaces returns the full names of the built-in namespaces ("std.fs",
-// …) in the order of runtime.md 8, so the compiler can list and suggest
+// …) in the order of docs/reference/language.md#agents, so the compiler can list and suggest
 // them.
 func Namespaces() []string {
 	return append([]string(nil), namespaceOrder[:]...)

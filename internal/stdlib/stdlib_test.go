@@ -226,7 +226,7 @@ func TestNamespacesAndLookup(t *testing.T) {
 }
 
 func TestTwoThreeNamesKept(t *testing.T) {
-	// Tool names of Nexa 2.3 for the namespaces of runtime.md 8; prompts
+	// Tool names of Nexa 2.3 for the namespaces of docs/reference/runtime.md#tool-execution; prompts
 	// written for 2.3 name them.
 	for _, n := range []string{
 		"file_read", "file_write", "file_exists", "file_list", "file_append", "file_delete", "file_edit",

@@ -10,7 +10,7 @@ import (
 
 // BenchmarkSaveStep saves one agent step (two new messages, one journal
 // upsert and the header) on a run of N messages and N/2 journal entries. The
-// cost must not grow with N (runtime.md 6).
+// cost must not grow with N (docs/reference/runtime.md#store-and-concurrency).
 func BenchmarkSaveStep(b *testing.B) {
 	for _, n := range []int{10, 1000, 10000} {
 		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {

@@ -56,8 +56,7 @@ var stepFrames = [3]int{9, 4, 6}
 const floorPrefill = 2000
 
 // BenchmarkThreeCommitsFloor makes exactly the three commits of one tool
-// step of the peers' workload (docs/benchmarks.md, "The floor of a step:
-// its three commits"), with the rows the binary writes, into a run that already
+// step of the peers' workload (docs/benchmarks.md#steps), with the rows the binary writes, into a run that already
 // holds 2,000 steps, on a store Open made (same schema, WAL,
 // synchronous=FULL, cache_size): the reply (header, assistant message,
 // provider item, journal entry), started (header, journal entry), the

@@ -210,7 +210,7 @@ func (s *SQLite) Renew(ctx context.Context, id string, l *state.Lease) error {
 // release that a power cut loses leaves what a holder that died after its
 // last save leaves, a case every reader already handles. The run's own
 // saves before it are on disk as always. That takes one fsync off every
-// run a process drives (docs/benchmarks.md, "Start-up").
+// run a process drives (docs/benchmarks.md#start-up).
 func (s *SQLite) Release(ctx context.Context, id string, l *state.Lease) error {
 	defer s.unkeep(id)
 	if l == nil {

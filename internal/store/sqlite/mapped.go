@@ -14,7 +14,7 @@ import (
 // memory instead of copying it page by page into SQLite's cache: a resume
 // reads most of a long run's pages once, and through the cache each page
 // cost a read and a fresh buffer the kernel had to fault in (a 2,000-step
-// resume spent about 5 ms on it; docs/benchmarks.md, "Resume").
+// resume spent about 5 ms on it;.
 const mmapBytes = 1 << 30
 
 // errCutShort is a mapped read that faulted: the store file became

@@ -264,7 +264,7 @@ func (s *SQLite) init(ctx context.Context) error {
 // through it cost more than reading the file. A read of a run is one pass
 // in key order and a save touches a few dozen pages (the b-trees' upper
 // levels, the leaves it appends to), so a small cache keeps what is reused
-// and recycles the rest (docs/benchmarks.md, "Resume").
+// and recycles the rest (docs/benchmarks.md#resume).
 const cachePages = 128
 
 // dsn is the connection string: a file: URI, so that any character of the

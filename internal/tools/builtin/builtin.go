@@ -140,7 +140,7 @@ func (e *Executor) Execute(ctx context.Context, inv tool.Invocation) (tool.Outco
 		return tool.Outcome{}, notExecuted(name, "not a built-in tool")
 	}
 	if inv.Tool.Sandbox {
-		// runtime.md 8: never fall back to running unsandboxed.
+		// docs/reference/runtime.md#tool-execution: never fall back to running unsandboxed.
 		return tool.Outcome{}, notExecuted(name, "sandbox: true is not available for built-in tools; it was not run unsandboxed")
 	}
 	if err := ctx.Err(); err != nil {

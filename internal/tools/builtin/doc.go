@@ -1,5 +1,5 @@
 // Package builtin executes the built-in tools of the std.* namespaces
-// (runtime.md section 8) declared in internal/stdlib. New returns a
+// (docs/reference/runtime.md#tool-execution) declared in internal/stdlib. New returns a
 // runtime.Executor that the CLI registers for ir.BodyBuiltin; it
 // dispatches on the tool name and refuses names that are not built-ins.
 //

@@ -21,7 +21,7 @@ const (
 	defaultListLimit = 500
 	// maxEditBytes bounds the file file_edit loads into memory.
 	maxEditBytes = 16 << 20
-	// storeDir is the run store's directory (runtime.md 6); the built-in
+	// storeDir is the run store's directory (docs/reference/runtime.md#store-and-concurrency); the built-in
 	// file tools neither read nor change it, whatever Options.Protected
 	// says, so a model cannot destroy its own run or read other runs.
 	storeDir = ".nexa"

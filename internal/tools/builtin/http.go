@@ -98,7 +98,7 @@ func httpTool(method string) handler {
 			req.Header.Set("User-Agent", c.opts.UserAgent)
 		}
 		if method != http.MethodGet {
-			// runtime.md 2: the key lets the server drop a duplicate
+			// docs/reference/runtime.md#idempotency-key: the key lets the server drop a duplicate
 			// if an operator re-runs the call after an unknown outcome.
 			req.Header.Set("Idempotency-Key", c.inv.IdempotencyKey())
 		}

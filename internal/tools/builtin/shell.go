@@ -32,7 +32,7 @@ func (o *Options) environ() []string {
 }
 
 // callEnv is the base environment with the call's identity on top
-// (runtime.md 2), replacing any inherited values of the same names.
+// (docs/reference/runtime.md#idempotency-key), replacing any inherited values of the same names.
 func callEnv(base []string, inv tool.Invocation, dir string) []string {
 	set := map[string]string{
 		"NEXA_IDEMPOTENCY_KEY": inv.IdempotencyKey(),

@@ -4,7 +4,7 @@
 //
 // # Transports
 //
-// ParseSpec reads a server spec (runtime.md section 9):
+// ParseSpec reads a server spec (docs/reference/runtime.md#mcp-tools):
 //
 //   - "http://…" and "https://…" are Streamable HTTP endpoints. The
 //     standalone GET stream is not opened (nexa needs no server-initiated
@@ -42,8 +42,7 @@
 //
 // # Risk
 //
-// A tool's risk level comes from its annotations, exactly as runtime.md
-// section 9 says: readOnlyHint true → low; else destructiveHint explicitly
+// A tool's risk level comes from its annotations, exactly as docs/reference/runtime.md#mcp-tools says: readOnlyHint true → low; else destructiveHint explicitly
 // false → medium; else → high (MCP assumes a tool destructive when the hint
 // is absent), so it needs the operator's approval. idempotentHint becomes
 // the tool's idempotent flag. Annotations are the server's own claims: a

@@ -23,7 +23,7 @@ import (
 // MetaIdempotencyKey is the `_meta` key of every tools/call request that
 // carries the invocation's idempotency key, RUN_ID:CALL_ID, so a server can
 // drop a duplicate side effect when an idempotent call runs again after a
-// crash (runtime.md section 2).
+// crash (docs/reference/runtime.md#idempotency-key).
 const MetaIdempotencyKey = "nexa/idempotency_key"
 
 // Defaults of Options.

@@ -10,7 +10,7 @@ import (
 // TransportKind says how nexa talks to an MCP server.
 type TransportKind string
 
-// The transports of runtime.md section 9.
+// The transports of docs/reference/runtime.md#mcp-tools.
 const (
 	// TransportStdio is a child process speaking newline-delimited
 	// JSON-RPC on its stdin and stdout.

@@ -39,7 +39,7 @@ type ToolInfo struct {
 	// InputSchema is the JSON Schema of the arguments, always an object
 	// schema (see normalizeSchema), canonically encoded.
 	InputSchema json.RawMessage
-	// Risk is RiskLow, RiskMedium or RiskHigh (runtime.md section 9).
+	// Risk is RiskLow, RiskMedium or RiskHigh (docs/reference/runtime.md#mcp-tools).
 	Risk string
 	// Idempotent is the server's idempotentHint: the runtime may run such
 	// a call again after a crash cut it off.
@@ -47,7 +47,7 @@ type ToolInfo struct {
 	Annotations Annotations
 }
 
-// riskOf maps annotations to a risk level exactly as runtime.md section 9
+// riskOf maps annotations to a risk level exactly as docs/reference/runtime.md#mcp-tools
 // says: readOnlyHint true → low; else destructiveHint explicitly false →
 // medium; else high, since MCP assumes a tool destructive when the hint is
 // absent, and high needs the operator's approval.

@@ -1,5 +1,4 @@
-// Package native interprets native tool bodies (language.md 4.3, runtime.md
-// 8): the statements of ir.Body.Native, lowered by the compiler, run
+// Package native interprets native tool bodies (docs/reference/language.md#native-bodies, docs/reference/runtime.md#tool-execution): the statements of ir.Body.Native, lowered by the compiler, run
 // in-process by a small tree-walking interpreter. It implements
 // runtime.Executor for ir.BodyNative.
 //

@@ -189,7 +189,7 @@
 // inspect the zygote; it can do the same to nexa itself, which runs as the
 // same user.
 //
-// Measured on a trivial tool (docs/benchmarks.md, "Python tools"): a warm
+// Measured on a trivial tool (docs/benchmarks.md#python-tools): a warm
 // call costs less than the interpreter's own start (`python3 -c pass`); the
 // first call of a zygote pays for starting it. See BenchmarkPythonCall,
 // BenchmarkPythonCallWarm, BenchmarkPythonCallWarmSpaced and
