@@ -54,7 +54,7 @@ var irFieldCoverage = map[string]coverage{
 	"Program.Agents":       {hashed, ""},
 	"Program.Protocols":    {hashed, ""},
 	"Program.Decls":        {hashed, ""},
-	"Program.SecretFiles":  {excluded, "secrets never enter the IR or the hash (language.md 7); the runtime reads them"},
+	"Program.SecretFiles":  {excluded, "secrets never enter the IR or the hash (docs/reference/language.md#compiled-program-and-hash); the runtime reads them"},
 	"Program.ActiveConfig": {hashed, ""},
 
 	"Tool.Name":             {hashed, ""},

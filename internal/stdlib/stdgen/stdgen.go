@@ -124,7 +124,7 @@ func foldLines(s string) string {
 }
 
 // parametersSchema is the JSON Schema of a built-in tool's arguments:
-// language.md's object schema, each property written as "type" (with
+// the object schema of docs/reference/language.md#parameters-and-schemas, each property written as "type" (with
 // "items" or "additionalProperties"), then the keywords of the
 // parameter's comment, "default" and "description". The order is that of
 // the hand-written catalogue this replaced, so that the schemas, and the
