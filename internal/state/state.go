@@ -1,22 +1,10 @@
-// Package state holds the durable shape of a run: what the runtime writes
-// and the store persists. It is a package of its own so that the store, the
-// providers and the runtime can share these types without importing each
-// other.
+// Package state holds the durable shape of a run and the store interface:
+// what the engine writes and a store persists. It is a leaf package so that
+// the stores, the model clients and the engine share these types without
+// importing each other.
 //
-// Invariants the runtime keeps (and tests check):
-//
-//  1. A journal entry moves not_started → started → completed, or
-//     not_started → completed (denied, refused, invalid). started → completed
-//     happens only by the tool's own result, an operator's resolution, or the
-//     re-execution of an idempotent tool.
-//  2. started is committed before the executor is called; the result is
-//     committed before the tool messages are appended to the conversation.
-//  3. A provider reply is committed before any of its calls becomes started;
-//     a committed reply is never requested again.
-//  4. Every write is one transaction conditioned on the revision that was read.
-//  5. A decision is a bool in the journal, written only by an explicit
-//     decision of the operator.
-//  6. Secrets are never part of a RunState.
+// The invariants the engine keeps over these types are written in
+// docs/reference/runtime.md#invariants.
 package state
 
 import (
