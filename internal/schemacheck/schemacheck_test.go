@@ -3,8 +3,11 @@ package schemacheck
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -53,14 +56,14 @@ func TestMessages(t *testing.T) {
 		{"additional property", order, `{"customer": "ann", "colour": "red", "items": [{"name": "tea", "qty": 1, "note": "x"}]}`,
 			`at /: additional property 'colour' is not allowed; at /items/0: additional property 'note' is not allowed`},
 		{"several errors at once", order, `{"customer": "a", "priority": 3, "items": [{"qty": 0}, {"name": "jam", "qty": 1.5}]}`,
-			`at /customer: minLength: "a" contains 1 Unicode code points, fewer than 2; ` +
+			`at /customer: got 1 character, want at least 2; ` +
 				`at /items/0: missing property 'name'; at /items/0/qty: got 0, want at least 1; ` +
 				`at /items/1/qty: got number, want integer; at /priority: value must be one of "low", "high"`},
 		{"more than five", order, `{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7}`,
 			`at /: missing property 'customer'; at /: missing property 'items'; ` +
 				`at /: additional properties 'a', 'b', 'c', 'd', 'e', 'f', 'g' are not allowed`},
 		{"wrong type stops there", order, `[1, 2]`, `at /: got array, want object`},
-		{"empty array", order, `{"customer": "ann", "items": []}`, `at /items: minItems: array length 0 is less than 1`},
+		{"empty array", order, `{"customer": "ann", "items": []}`, `at /items: got 0 items, want at least 1`},
 		{"key with a slash", `{"properties": {"a/b": {"type": "boolean"}}}`, `{"a/b": "yes"}`,
 			`at /a~1b: got string, want boolean`},
 		{"bounds", `{"type": "object", "properties": {"a": {"exclusiveMinimum": 0}, "b": {"maximum": 2.5}, "c": {"exclusiveMaximum": 1}}}`,
@@ -68,7 +71,7 @@ func TestMessages(t *testing.T) {
 			`at /a: got 0, want more than 0; at /b: got 3, want at most 2.5; at /c: got 1, want less than 1`},
 		{"pattern and multipleOf", `{"type": "object", "properties": {"id": {"pattern": "^[a-z]+$"}, "n": {"multipleOf": 2}}}`,
 			`{"id": "A1", "n": 3}`,
-			`at /id: "A1" does not match pattern "^[a-z]+$"; at /n: multipleOf: 3 is not a multiple of 2`},
+			`at /id: "A1" does not match pattern "^[a-z]+$"; at /n: got 3, want a multiple of 2`},
 		{"optional object through $ref", `{"$defs": {"Item": {"type": "object", "properties": {"n": {"type": "string"}}, "required": ["n"]}},
 			"type": "object", "properties": {"item": {"anyOf": [{"$ref": "#/$defs/Item"}, {"type": "null"}]}}}`,
 			`{"item": {"n": 5}}`, `at /item/n: got integer, want string`},
@@ -77,7 +80,7 @@ func TestMessages(t *testing.T) {
 		{"anyOf, several fit", `{"anyOf": [{"type": "string", "minLength": 3}, {"type": "string", "pattern": "^x"}]}`, `"ab"`,
 			`at /: matches none of the 2 anyOf alternatives (0, 1 fit its type)`},
 		{"oneOf matching twice", `{"oneOf": [{"type": "integer"}, {"minimum": 0}]}`, `3`,
-			`at /: matches 2 of the oneOf alternatives (0, 1), want exactly one`},
+			`at /: matches oneOf alternatives 0 and 1, want exactly one`},
 		{"recursive schema", `{"$defs": {"node": {"type": "object", "properties": {"name": {"type": "string"},
 			"children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}, "$ref": "#/$defs/node"}`,
 			`{"name": "r", "children": [{"name": "a"}, {"name": "b", "children": [{"name": false}]}]}`,
@@ -89,7 +92,7 @@ func TestMessages(t *testing.T) {
 		{"draft-07 definitions, a reference under not", `{"$schema": "http://json-schema.org/draft-07/schema#",
 			"definitions": {"even": {"multipleOf": 2}, "neg": {"maximum": -1}},
 			"properties": {"a": {"$ref": "#/definitions/even"}, "b": {"type": "integer", "not": {"$ref": "#/definitions/neg"}}}}`,
-			`{"a": 3, "b": -4}`, `at /a: multipleOf: 3 is not a multiple of 2; at /b: matches the schema under "not", which it must not`},
+			`{"a": 3, "b": -4}`, `at /a: got 3, want a multiple of 2; at /b: matches the schema under "not", which it must not`},
 		{"a schema as Pydantic writes it", `{"$defs": {"Line": {"properties": {"sku": {"title": "Sku", "type": "string"},
 			"qty": {"default": 1, "title": "Qty", "type": "integer"}}, "required": ["sku"], "title": "Line", "type": "object"}},
 			"properties": {"lines": {"items": {"$ref": "#/$defs/Line"}, "title": "Lines", "type": "array"},
@@ -103,10 +106,24 @@ func TestMessages(t *testing.T) {
 			`{}`, `at /: missing property 'a'`},
 		{"draft-04 read as draft-07", `{"$schema": "http://json-schema.org/draft-04/schema#", "properties": {"n": {"maximum": 3}}}`,
 			`{"n": 4}`, `at /n: got 4, want at most 3`},
+		{"format, checked under draft-07 only", `{"$schema": "http://json-schema.org/draft-07/schema#",
+			"properties": {"email": {"format": "email"}, "at": {"format": "date-time"}}}`, `{"email": "ann", "at": "2024-02-30T10:00:00Z"}`,
+			`at /at: not a valid date-time: invalid date element: parsing time "2024-02-30": day out of range; at /email: not a valid email: missing @`},
+		{"format, an annotation under 2020-12", `{"properties": {"email": {"format": "email"}}}`, `{"email": "ann"}`, ``},
 		{"prefixItems", `{"prefixItems": [{"type": "string"}, {"type": "integer"}]}`, `["a", "b", 3]`,
 			`at /1: got string, want integer`},
-		{"boolean false property", `{"properties": {"a": false}}`, `{"a": 1}`,
-			`at /a: matches the schema under "not", which it must not`},
+		{"draft-06 contains", `{"$schema": "http://json-schema.org/draft-06/schema#", "contains": {"type": "integer"}}`, `["a"]`,
+			`at /: no items match contains schema`},
+		{"dependentRequired, propertyNames, const, uniqueItems", `{"dependentRequired": {"a": ["b"], "c": ["d"]},
+			"propertyNames": {"maxLength": 2}, "properties": {"v": {"const": 2}, "u": {"uniqueItems": true}}}`,
+			`{"a": 1, "c": 2, "long": 3, "v": 3, "u": [1, 2, 1]}`,
+			`at /: missing property 'b', required when 'a' is present; at /: missing property 'd', required when 'c' is present; ` +
+				`at /long: key: got 4 characters, want at most 2; at /u: items at 0 and 2 are equal; at /v: value must be 2`},
+		{"enum of another type is not an alternative", `{"anyOf": [{"enum": [1, 2]}, {"type": "string", "minLength": 3}]}`, `"ab"`,
+			`at /: got 2 characters, want at least 3`},
+		{"boolean false property", `{"properties": {"a": false}}`, `{"a": 1}`, `at /a: no value is allowed here`},
+		{"draft-04 boolean bound", `{"$schema": "http://json-schema.org/draft-04/schema#", "minimum": 1, "exclusiveMinimum": true}`, `1`,
+			`at /: got 1, want more than 1`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -141,8 +158,8 @@ func TestInvalidSchemas(t *testing.T) {
 			`not a valid JSON Schema: at /properties/p/type: value must be one of "array", "boolean", "integer", "null", "number", "object", "string"; ` +
 				`at /properties/q/minLength: got -1, want at least 0; at /properties/r/required: got string, want array`},
 		{"type list", `{"type": ["string", "text"]}`, `not a valid JSON Schema: at /type/1: value must be one of "array", "boolean", "integer", "null", "number", "object", "string"`},
-		{"schema of the wrong type", `[1]`, `not a valid JSON Schema: at /: got array, want object or boolean`},
-		{"empty allOf", `{"allOf": []}`, `not a valid JSON Schema: at /allOf: minItems: array length 0 is less than 1`},
+		{"schema of the wrong type", `[1]`, `not a valid JSON Schema: at /: got array, want boolean or object`},
+		{"empty allOf", `{"allOf": []}`, `not a valid JSON Schema: at /allOf: got 0 items, want at least 1`},
 		{"bad regular expression", `{"properties": {"a": {"pattern": "("}}, "patternProperties": {"[": {}}}`,
 			"not a valid JSON Schema: at /patternProperties/[: key is not a valid regular expression: missing closing ]: `[`; " +
 				"at /properties/a/pattern: not a valid regular expression: missing closing ): `(`"},
@@ -152,11 +169,9 @@ func TestInvalidSchemas(t *testing.T) {
 		{"refers to itself", `{"$ref": "#"}`, `not a valid JSON Schema: at /: the schema refers back to itself here without stepping into the value`},
 		{"definitions naming each other", `{"$defs": {"a": {"allOf": [{"$ref": "#/$defs/b"}]}, "b": {"anyOf": [{"$ref": "#/$defs/a"}]}}, "properties": {"x": {"$ref": "#/$defs/a"}}}`,
 			`not a valid JSON Schema: at /$defs/a: the schema refers back to itself here`},
-		{"through an anchor", `{"$defs": {"a": {"$anchor": "top", "not": {"$ref": "#top"}}}}`,
+		{"through an anchor, under not", `{"$defs": {"a": {"$anchor": "top", "not": {"$ref": "#top"}}}, "properties": {"x": {"$ref": "#/$defs/a"}}}`,
 			`not a valid JSON Schema: at /$defs/a: the schema refers back to itself here`},
-		{"unknown draft", `{"$schema": "http://json-schema.org/draft-03/schema#"}`, `$schema "http://json-schema.org/draft-03/schema#" is not supported (use draft 2020-12 or draft-07)`},
-		{"draft-04 boolean bound", `{"$schema": "http://json-schema.org/draft-04/schema#", "minimum": 1, "exclusiveMinimum": true}`,
-			`not a valid JSON Schema: at /exclusiveMinimum: got boolean, want number`},
+		{"unknown draft", `{"$schema": "http://json-schema.org/draft-03/schema#"}`, `$schema "http://json-schema.org/draft-03/schema#" is not supported (use draft 2020-12, 2019-09, 7, 6 or 4)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -171,6 +186,44 @@ func TestInvalidSchemas(t *testing.T) {
 				t.Errorf("%v does not wrap ErrExternalRef", err)
 			}
 		})
+	}
+}
+
+// A schema from an MCP server is untrusted: no reference in it, nor its
+// $schema, makes nexa read a file or make a request, even when the file
+// exists and the server answers.
+func TestNothingIsLoaded(t *testing.T) {
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests++
+		w.Header().Set("Content-Type", "application/schema+json")
+		fmt.Fprint(w, `{"type": "string"}`)
+	}))
+	defer srv.Close()
+	file := filepath.Join(t.TempDir(), "s.json")
+	if err := os.WriteFile(file, []byte(`{"type": "string"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fileURL := (&url.URL{Scheme: "file", Path: filepath.ToSlash(file)}).String()
+	for _, schema := range []string{
+		`{"$ref": "` + srv.URL + `/s.json"}`,
+		`{"properties": {"a": {"$ref": "` + srv.URL + `/s.json#/x"}}}`,
+		`{"$id": "` + srv.URL + `/root.json", "items": {"$ref": "s.json"}}`,
+		`{"$schema": "` + srv.URL + `/meta.json"}`,
+		`{"$ref": "` + fileURL + `"}`,
+		`{"$ref": "s.json"}`,
+	} {
+		_, err := Compile([]byte(schema))
+		if err == nil {
+			t.Errorf("%s: accepted", schema)
+			continue
+		}
+		if !errors.Is(err, ErrExternalRef) && !strings.Contains(err.Error(), "is not supported") {
+			t.Errorf("%s: %v does not say it loads nothing", schema, err)
+		}
+	}
+	if requests != 0 {
+		t.Errorf("the server got %d requests", requests)
 	}
 }
 
@@ -189,46 +242,19 @@ func TestCompileShares(t *testing.T) {
 	}
 }
 
-// CompileGenerated trusts nexa's own schemas to be well formed, and that
-// trust does not carry over to Compile: the same text from outside nexa is
-// still checked against the meta-schema. A valid schema is shared.
-func TestCompileGeneratedSkipsOnlyTheMetaCheck(t *testing.T) {
+// CompileGenerated checks a schema as Compile does (the library checks
+// every schema against its meta-schema while compiling it), and the two
+// share their compiled schemas.
+func TestCompileGeneratedChecksAndShares(t *testing.T) {
 	const misshapen = `{"properties": {"q": {"type": "text"}}}`
-	if _, err := CompileGenerated([]byte(misshapen)); err != nil {
-		t.Fatalf("CompileGenerated ran the meta-schema check: %v", err)
-	}
-	_, err := Compile([]byte(misshapen))
+	_, err := CompileGenerated([]byte(misshapen))
 	if want := `not a valid JSON Schema: at /properties/q/type: value must be one of`; err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("Compile after CompileGenerated: got %v, want %s", err, want)
+		t.Fatalf("CompileGenerated: got %v, want %s", err, want)
 	}
 	a, err1 := CompileGenerated([]byte(order))
 	b, err2 := Compile([]byte(order))
-	c, err3 := CompileGenerated([]byte(order))
-	if err1 != nil || err2 != nil || err3 != nil || b != c {
-		t.Fatalf("not shared: %p %p %p (%v, %v, %v)", a, b, c, err1, err2, err3)
-	}
-	if _, err := CompileGenerated([]byte(`{"title": 3}`)); err == nil {
-		t.Fatal("CompileGenerated accepted a schema the library cannot read")
-	}
-}
-
-// A process that only compiles nexa's own schemas (a run of an agent with
-// native tools) never builds the meta-schema, the costliest step of a
-// first Compile. Run in a fresh test process, where nothing compiled it.
-func TestCompileGeneratedLeavesTheMetaSchemaAlone(t *testing.T) {
-	if os.Getenv("SCHEMACHECK_FRESH_PROCESS") == "1" {
-		if _, err := CompileGenerated([]byte(order)); err != nil {
-			t.Fatal(err)
-		}
-		if meta.schema != nil || meta.err != nil {
-			t.Fatal("CompileGenerated built the meta-schema")
-		}
-		return
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCompileGeneratedLeavesTheMetaSchemaAlone$")
-	cmd.Env = append(os.Environ(), "SCHEMACHECK_FRESH_PROCESS=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("in a fresh process: %v\n%s", err, out)
+	if err1 != nil || err2 != nil || a != b {
+		t.Fatalf("not shared: %p %p (%v, %v)", a, b, err1, err2)
 	}
 }
 
@@ -246,6 +272,38 @@ func TestGoNumbers(t *testing.T) {
 	}
 	if ps := s.Validate(map[string]any{"a": 3, "b": float32(1.5)}); fmt.Sprint(ps) != "[at /b: got number, want string]" {
 		t.Errorf("got %v", ps)
+	}
+}
+
+// A key that propertyNames refuses is reported at its own object, however
+// many siblings are checked after it.
+func TestKeyProblemsStayAtTheirObject(t *testing.T) {
+	s, err := Compile([]byte(`{"additionalProperties": {"type": "array", "items": {"propertyNames": {"maxLength": 1}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := Decode([]byte(`{"a": [{}, {"xx": 1}, {}, {}], "b": [], "c": [{}], "d": [], "e": [{}, {}], "f": [], "g": []}`))
+	for range 20 {
+		if got, want := Explain(s.Validate(v), 5), "at /a/1/xx: key: got 2 characters, want at most 1"; got != want {
+			t.Fatalf("got  %s\nwant %s", got, want)
+		}
+	}
+}
+
+// The library checks some keywords in map order; the problems still come
+// out in the same order every time.
+func TestStableOrder(t *testing.T) {
+	s, err := Compile([]byte(`{"dependentRequired": {"a": ["x"], "b": ["x"], "c": ["x"], "d": ["x"]},
+		"patternProperties": {"^k": {"type": "string"}, "k$": {"minLength": 3}, "^.k": {"maxLength": 1}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := Decode([]byte(`{"a": 1, "b": 1, "c": 1, "d": 1, "kk": "kk"}`))
+	first := Explain(s.Validate(v), 50)
+	for range 50 {
+		if got := Explain(s.Validate(v), 50); got != first {
+			t.Fatalf("order changed:\n%s\n%s", first, got)
+		}
 	}
 }
 
@@ -273,7 +331,7 @@ func TestConcurrentValidate(t *testing.T) {
 // process sees it), and per call.
 func BenchmarkCompile(b *testing.B) {
 	for b.Loop() {
-		if _, err := compile([]byte(order), true); err != nil {
+		if _, err := compile([]byte(order)); err != nil {
 			b.Fatal(err)
 		}
 	}
