@@ -24,18 +24,29 @@ const (
 )
 
 // Start-up budget of any one package, nexa's or a dependency's, and of all
-// of them together. Today the largest dependency is openai-go (145 KB,
-// 1,083 allocations) and the whole test binary allocates ~0.8 MB in ~5,400
-// allocations. A dependency that does real work in init (the JSON Schema
-// validator nexa used before compiled five meta-schemas: 1.7 MB, 21,000
-// allocations, ~9 ms) fails here: choose another, or keep it off the
-// import graph.
+// of them together. Today the largest dependency but one is openai-go
+// (145 KB, 1,083 allocations). A dependency that does real work in init
+// fails here: choose another, or keep it off the import graph.
+//
+// The one exception is chosen: the JSON Schema validator
+// santhosh-tekuri/jsonschema compiles the meta-schemas of its drafts in
+// init (1.7 MB, 21,300 allocations, 3-7 ms of every nexa process). It gives
+// every error at its instance location for drafts 4 to 2020-12, which
+// nexa's messages are built on, and that start-up cost was accepted and
+// written down (docs/benchmarks.md). It has its own budget, so that it
+// cannot grow unnoticed either; the total budget includes it.
 const (
 	maxDepInitBytes    = 192 << 10
 	maxDepInitAllocs   = 1500
-	maxTotalInitBytes  = 1 << 20
-	maxTotalInitAllocs = 7000
+	maxTotalInitBytes  = 3 << 20
+	maxTotalInitAllocs = 30000
 )
+
+// exceptions are the dependencies with a budget of their own, in bytes
+// and allocations of their init.
+var exceptions = map[string][2]int{
+	"github.com/santhosh-tekuri/jsonschema/v6": {2 << 20, 24000},
+}
 
 // TestStartupInitIsLight runs this test binary with GODEBUG=inittrace=1 and
 // no tests, so that only package initialisation runs, and checks every nexa
@@ -65,9 +76,13 @@ func TestStartupInitIsLight(t *testing.T) {
 		}
 		totalBytes += bytesN
 		totalAllocs += allocs
-		if bytesN > maxDepInitBytes || allocs > maxDepInitAllocs {
+		maxBytes, maxAllocs := maxDepInitBytes, maxDepInitAllocs
+		if ex, ok := exceptions[f[1]]; ok {
+			maxBytes, maxAllocs = ex[0], ex[1]
+		}
+		if bytesN > maxBytes || allocs > maxAllocs {
 			t.Errorf("init of %s allocates %d bytes in %d allocations at start-up (budget of any package %d bytes, %d allocations)",
-				f[1], bytesN, allocs, maxDepInitBytes, maxDepInitAllocs)
+				f[1], bytesN, allocs, maxBytes, maxAllocs)
 		}
 		if !strings.HasPrefix(f[1], prefix) {
 			continue
