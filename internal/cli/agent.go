@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/nexa-run/nexa/internal/session"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,11 +17,7 @@ import (
 	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/lang"
-	"github.com/nexa-run/nexa/internal/secrets"
 	"github.com/nexa-run/nexa/internal/state"
-	"github.com/nexa-run/nexa/internal/store/postgres"
-	"github.com/nexa-run/nexa/internal/store/sqlite"
-	"github.com/nexa-run/nexa/internal/tools/mcptool"
 )
 
 func init() { register(newAgentCmd) }
@@ -184,17 +180,6 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		}
 		approvalWait = d
 	}
-	var rules engine.Rules
-	if p := f.policy; p != "" || e.getenv("NEXA_POLICY") != "" {
-		if p == "" {
-			p = e.getenv("NEXA_POLICY")
-		}
-		r, err := loadRules(p)
-		if err != nil {
-			return agentFailure(e, f, ExitUsage, engine.CodePolicy, fmt.Sprintf("policy: %v", err))
-		}
-		rules = r
-	}
 
 	if fi, err := os.Stat(file); err != nil {
 		return agentFailure(e, f, ExitUsage, engine.CodeUsage, fmt.Sprintf("cannot read %s: %v", file, errors.Unwrap(err)))
@@ -207,10 +192,11 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	}
 	// A resume opens its existing store while the program compiles: the
 	// two are independent, and a resume never creates a store.
-	var opening *openingStore
+	senv := sessionEnv(e)
+	var opening *session.Opening
 	if f.resume != "" && engine.ValidRunID(f.resume) {
-		opening = openStoreAhead(e, f.store, wd, f.resume)
-		defer opening.discard()
+		opening = session.OpenAhead(senv, f.store, wd, f.resume)
+		defer opening.Discard()
 	}
 	prog, firstErr, warnings := compileForRun(e, file)
 	f.warnings = warnings
@@ -232,46 +218,52 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		return agentUsageError(e, f, msg)
 	}
 
-	sec, err := loadSecrets(e, prog)
-	if err != nil {
-		return agentUsageError(e, f, err.Error())
+	policyPath := f.policy
+	if policyPath == "" {
+		policyPath = e.getenv("NEXA_POLICY")
 	}
-	sec.addSecret(secrets.URLPasswords(f.store)...)
-	sec.addSecret(postgres.Password(storeName(e, f.store)))
 	var display *progressPrinter
-	prov, err := resolveProvider(e, f, prog, agent, sec, func(attempt int, err error, delay time.Duration) {
-		display.retrying(attempt, err, delay)
+	sess, err := session.Prepare(session.Options{
+		Env: senv, Program: prog, Agent: agent, StoreFlag: f.store, Policy: policyPath,
+		Provider: session.ProviderOptions{Provider: f.provider, Model: f.model, BaseURL: f.baseURL, Resume: f.resume != ""},
+		OnRetry:  func(attempt int, err error, delay time.Duration) { display.retrying(attempt, err, delay) },
 	})
 	if err != nil {
-		return agentUsageError(e, f, sec.redact(err.Error()))
+		code, rerr := exitCodeForError(err)
+		return agentFailure(e, f, code, rerr.Code, rerr.Message)
 	}
+	defer sess.Close()
 	// From here on everything printed passes the run's redactor, which
 	// now knows every secret value, provider key included.
-	e = redactedEnv(e, sec)
+	e = redactedEnv(e, sess)
 	defer e.closeOutput()
 	display = progress(e, f.quiet)
-	display.redact = sec.redact
+	display.redact = sess.Redact
 	defer display.close()
 	if f.resume != "" && !engine.ValidRunID(f.resume) {
 		return finishAgent(e, c, f, nil, nil, file, &engine.Error{Code: engine.CodeRunNotFound, Refusal: true,
-			Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", f.resume)}, sec, nil)
+			Message: fmt.Sprintf("%q is not a run id (run ids look like run_01JD7…)", f.resume)}, sess, nil)
 	}
 	var (
-		st  storeHandle
+		st  session.Store
 		pre *engine.Preloaded
 	)
 	if opening != nil {
-		st, pre, err = opening.take()
+		st, pre, err = opening.Take()
 	} else {
-		st, err = openStore(e, f.store, wd, f.resume == "")
+		st, err = session.OpenStore(senv, f.store, wd, f.resume == "")
 	}
 	if err != nil {
-		var se *storeOpenError
+		var se *session.StoreError
 		if errors.As(err, &se) {
-			if se.code == engine.CodeNoStore {
-				return agentFailure(e, f, se.exit, engine.CodeRunNotFound, fmt.Sprintf("no run %s: %s", f.resume, se.msg))
+			exit := ExitFailed
+			if se.Usage {
+				exit = ExitUsage
 			}
-			return agentFailure(e, f, se.exit, se.code, se.msg)
+			if se.Code == engine.CodeNoStore {
+				return agentFailure(e, f, exit, engine.CodeRunNotFound, fmt.Sprintf("no run %s: %s", f.resume, se.Msg))
+			}
+			return agentFailure(e, f, exit, se.Code, se.Msg)
 		}
 		return agentFailure(e, f, ExitFailed, engine.CodeStoreError, err.Error())
 	}
@@ -282,6 +274,11 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	if runID == "" {
 		runID = engine.NewRunID(time.Now())
 	}
+	// The first signal cancels what is being set up (MCP servers
+	// connecting) and asks a run to stop after its current step; a second
+	// one stops at once, printing the run as last saved.
+	ctx, cancelSetup := context.WithCancel(context.Background())
+	defer cancelSetup()
 	stop := make(chan struct{})
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -291,95 +288,51 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 			return
 		}
 		fmt.Fprintln(e.stderr, "nexa: stopping after the current step (signal again to stop at once)")
+		cancelSetup()
 		close(stop)
 		if _, ok := <-sigs; ok {
 			stopAtOnce(e, f, st, runID, file)
 		}
 	}()
 
-	// Connecting to MCP servers is bounded by the connect timeout and by
-	// the run's deadline: the one it will get, or the one it has.
-	deadline := engine.DeadlineFor(time.Now(), timeout, agent)
-	if f.resume != "" && len(mcpSpecs(prog, agent)) > 0 { // no servers, no connecting to bound
-		if run, err := engine.Header(context.Background(), st, f.resume); err == nil {
-			deadline = run.Config.Deadline
-		}
-	}
-	mcpLog, err := st.LogFile(runID, sqlite.LogMCP)
-	if err != nil {
-		return agentFailure(e, f, ExitFailed, engine.CodeStoreError, err.Error())
-	}
-	connectTimeout, err := mcpConnectTimeout(e)
-	if err != nil {
-		return agentUsageError(e, f, err.Error())
-	}
-	tools, err := connectMCP(context.Background(), prog, agent, wd, mcpLog, sec, connectTimeout, deadline)
-	if err != nil {
-		code, exit := engine.CodeMCPError, ExitFailed
-		if errors.Is(err, mcptool.ErrToolClash) {
-			code, exit = engine.CodeToolClash, ExitUsage
-		}
-		return agentFailure(e, f, exit, code, sec.redact(fmt.Sprintf("MCP servers of agent %s: %v", agent.Name, err)))
-	}
-	defer tools.close()
-	detect := sandboxDetector(e)
-	execs, py := executors(e, detect, protectedFiles(e, localStorePath(st), prog))
-	defer py.Close()
-	if tools.mgr != nil {
-		execs[ir.BodyMCP] = tools.mgr
-	}
-	var records []state.MCPServer
-	if tools.mgr != nil {
-		records = tools.mgr.Records()
-	}
-	runner, err := engine.NewRunner(engine.Config{
-		Program:          prog,
-		Agent:            tools.agent,
-		ExtraTools:       tools.extra,
-		MCPServers:       records,
-		Store:            st,
-		Provider:         prov.provider,
-		Executors:        execs,
-		Secrets:          sec.toolSecrets(),
-		Observe:          display.observe,
-		ToolLog:          toolLogOpener(st, sec),
-		SandboxAvailable: sandboxAvailable(detect),
-		Stop:             stop,
-		NoStream:         f.noStream,
-		Redact:           sec.redact,
-		LeaseTTL:         testLeaseTTL(e),
-		Rules:            rules,
-		Now:              testClock(e),
+	runner, err := sess.Connect(ctx, session.RunOptions{
+		Store: st, RunID: runID, WorkDir: wd, Resume: f.resume != "", Timeout: timeout,
+		Observe: display.observe, Stop: stop, NoStream: f.noStream,
+		Now: testClock(e), LeaseTTL: testLeaseTTL(e),
 	})
+	if err != nil && ctx.Err() != nil {
+		// A signal while the tools were being set up: what was started
+		// is stopped (the session's Close), and nothing ran.
+		return agentFailure(e, f, ExitInterrupted, engine.CodeInterrupted, "interrupted while the run's tools were being set up; nothing was run")
+	}
 	if err != nil {
 		code, rerr := exitCodeForError(err)
 		return agentFailure(e, f, code, rerr.Code, rerr.Message)
 	}
-	ctx := context.Background()
 
 	var run *state.RunState
 	if f.resume == "" {
-		run, err = runner.Start(ctx, engine.NewRun{
-			ID: runID, Task: args[2], File: file, WorkDir: wd, Deadline: deadline,
+		choice := sess.Choice()
+		choice.NoStream = f.noStream
+		run, err = runner.Start(context.Background(), engine.NewRun{
+			ID: runID, Task: args[2], File: file, WorkDir: wd, Deadline: sess.Deadline,
 			Budgets:     state.Budgets{MaxTurns: f.maxTurns, MaxToolCalls: f.maxToolCalls, MaxTokens: f.maxTokens},
-			ResumeFlags: append(providerFlags(c), policyFlags(rules, wd)...),
+			ResumeFlags: append(providerFlags(c), session.PolicyFlags(sess.Rules(), wd)...),
+			Choice:      &choice,
 
 			ApprovalTimeout: approvalWait,
 		})
 	} else {
-		o := resumeOptions(c, f, prog, agentName, prov.identity, wd, timeout, records, decider(e))
-		if rules != nil {
-			ref := rules.Ref()
-			o.Request.Policy = &ref
-		}
+		o := resumeOptions(c, f, prog, agentName, sess.Identity(), wd, timeout, sess.MCPServers(), decider(e))
+		o.Request.Policy = sess.PolicyRef()
 		o.Preloaded = pre
-		run, err = runner.Resume(ctx, o)
+		run, err = runner.Resume(context.Background(), o)
 		if re, ok := engine.AsError(err); ok && re.Code == engine.CodeRunNotFound {
 			re.Message = fmt.Sprintf("no run %s in the store %s", f.resume, st.Path())
 		}
 	}
 	display.close()
-	return finishAgent(e, c, f, run, tools.lookup(prog), file, err, sec, st)
+	return finishAgent(e, c, f, run, sess.Lookup, file, err, sess, st)
 }
 
 // resumeOptions maps the flags of a resume to the runtime's options; the
@@ -410,13 +363,13 @@ func resumeOptions(c *cobra.Command, f *agentFlags, prog *ir.Program, agentName 
 //
 // s is the run's store, when one is open: the list of denied calls of a
 // long run may need calls the drive did not load.
-func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, tool func(string) *ir.Tool, file string, err error, sec *secretSet, s state.Store) error {
+func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, tool func(string) *ir.Tool, file string, err error, sec redactor, s state.Store) error {
 	code := ExitOK
 	var res *runResult
 	if err != nil {
 		var rerr *state.RunError
 		code, rerr = exitCodeForError(err)
-		rerr.Message = sec.redact(rerr.Message)
+		rerr.Message = sec.Redact(rerr.Message)
 		if run == nil {
 			// Found before the run was loaded (a busy run, say):
 			// the store still knows it.
@@ -441,7 +394,7 @@ func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, t
 	} else {
 		res = resultOf(run, tool, file, hintFlags(run, providerFlags(c), f.store))
 		if res.Error != nil {
-			res.Error.Message = sec.redact(res.Error.Message)
+			res.Error.Message = sec.Redact(res.Error.Message)
 			if !f.quiet && run.Status != state.StatusUnknownOutcome {
 				fmt.Fprintf(e.stderr, "nexa: %s\n", res.Error.Message)
 			}
@@ -501,49 +454,17 @@ func parseTimeout(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// toolLogOpener returns the opener of per-run tool logs, at the path the
-// store keeps for them (it deletes them with the run), owner-only.
-func toolLogOpener(st storeHandle, sec *secretSet) func(string) engine.ToolLog {
-	return func(runID string) engine.ToolLog {
-		path, err := st.LogFile(runID, sqlite.LogTools)
-		if err != nil {
-			return nil
-		}
-		fh, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-		if err != nil {
-			return nil
-		}
-		return &redactedLog{WriteCloser: sec.redactor.Writer(fh), file: fh}
-	}
-}
-
 // redactedEnv is e with stdout and stderr passed through the run's
 // redactor; closeOutput flushes them.
-func redactedEnv(e *env, sec *secretSet) *env {
+func redactedEnv(e *env, sess *session.Session) *env {
 	re := *e
-	out, errw := sec.redactor.Writer(e.stdout), sec.redactor.Writer(e.stderr)
+	out, errw := sess.RedactWriter(e.stdout), sess.RedactWriter(e.stderr)
 	re.stdout, re.stderr = out, errw
 	re.flush = func() {
 		_ = errw.Close()
 		_ = out.Close()
 	}
 	return &re
-}
-
-// redactedLog removes secret values from what tools print before it reaches
-// the log file.
-type redactedLog struct {
-	io.WriteCloser
-	file *os.File
-}
-
-// Close flushes the redactor, then closes the file.
-func (l *redactedLog) Close() error {
-	err := l.WriteCloser.Close()
-	if cerr := l.file.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // providerFlags are the flags given on this command line that a resume must
@@ -562,3 +483,6 @@ func providerFlags(c *cobra.Command) []string {
 	}
 	return out
 }
+
+// redactor removes secret values from text (a session's Redact).
+type redactor interface{ Redact(string) string }

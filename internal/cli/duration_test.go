@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// TestDurationFlagsShareOneGrammar: --timeout, --older-than and the timeout
-// variables read the same forms (package duration), each with its own range.
+// TestDurationFlagsShareOneGrammar: --timeout and --older-than read the
+// same forms (package duration), each with its own range; the timeout
+// variables are read the same way (package session's test).
 func TestDurationFlagsShareOneGrammar(t *testing.T) {
 	forms := []struct {
 		in   string
@@ -20,26 +21,12 @@ func TestDurationFlagsShareOneGrammar(t *testing.T) {
 		{"1w 1d", 8 * 24 * time.Hour},
 		{"90 minutes", 90 * time.Minute},
 	}
-	env := func(name, v string) *env {
-		return &env{getenv: func(k string) string {
-			if k == name {
-				return v
-			}
-			return ""
-		}}
-	}
 	for _, f := range forms {
 		if d, err := parseTimeout(f.in); err != nil || d != f.want {
 			t.Errorf("--timeout %q = %v, %v; want %v", f.in, d, err, f.want)
 		}
 		if d, err := parseAge(f.in); err != nil || d != f.want {
 			t.Errorf("--older-than %q = %v, %v; want %v", f.in, d, err, f.want)
-		}
-		if d, err := mcpConnectTimeout(env("NEXA_MCP_CONNECT_TIMEOUT", f.in)); err != nil || d != f.want {
-			t.Errorf("NEXA_MCP_CONNECT_TIMEOUT %q = %v, %v; want %v", f.in, d, err, f.want)
-		}
-		if to, err := providerTimeouts(env("NEXA_PROVIDER_TIMEOUT", f.in)); err != nil || to.Request != f.want {
-			t.Errorf("NEXA_PROVIDER_TIMEOUT %q = %v, %v; want %v", f.in, to.Request, err, f.want)
 		}
 	}
 	// The ranges: a timeout is positive, an age may be zero, neither negative.
@@ -55,8 +42,5 @@ func TestDurationFlagsShareOneGrammar(t *testing.T) {
 		if _, err := parseAge(in); err == nil || !strings.Contains(err.Error(), "--older-than takes a duration such as 72h or 30d") {
 			t.Errorf("--older-than %q: err = %v", in, err)
 		}
-	}
-	if to, err := providerTimeouts(env("NEXA_PROVIDER_TIMEOUT", "off")); err != nil || to.Request != -1 {
-		t.Errorf("NEXA_PROVIDER_TIMEOUT off = %v, %v", to.Request, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexa-run/nexa/internal/session"
 	"io"
 	"os"
 	"strings"
@@ -170,7 +171,7 @@ func peekRun(e *env, storeFlag, id string) *state.RunState {
 	if err != nil {
 		return nil
 	}
-	s, err := openStore(e, storeFlag, wd, false)
+	s, err := session.OpenStore(sessionEnv(e), storeFlag, wd, false)
 	if err != nil {
 		return nil
 	}
@@ -208,7 +209,7 @@ func (p *printOnce) do(print func()) {
 // stopAtOnce ends the process on a second signal (docs/reference/runtime.md#deadline-budgets-and-signals): it prints
 // the run as last saved — a call in flight shows as started, under
 // unknown_calls — and exits 130 without waiting for anything else.
-func stopAtOnce(e *env, f *agentFlags, st storeHandle, runID, file string) {
+func stopAtOnce(e *env, f *agentFlags, st session.Store, runID, file string) {
 	msg := "stopped at once by a second signal; the run is as last saved and can be resumed (a call that was running is an unknown outcome)"
 	f.stdout.do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

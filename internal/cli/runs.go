@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nexa-run/nexa/internal/session"
 	"io"
 	"os"
 	"strconv"
@@ -35,17 +36,17 @@ written on a refusal.`,
 	}
 	cmd.PersistentFlags().StringVar(&storeFlag, "store", "", "run store: a SQLite file `PATH` or a postgres:// URL (default .nexa/runs.sqlite3, or NEXA_STORE)")
 	// openWith opens the store; only import may create it.
-	openWith := func(create bool) (storeHandle, error) { return openStoreForCommand(e, storeFlag, create) }
-	open := func() (storeHandle, error) { return openWith(false) }
+	openWith := func(create bool) (session.Store, error) { return openStoreForCommand(e, storeFlag, create) }
+	open := func() (session.Store, error) { return openWith(false) }
 	// Hints repeat --store when it was given: the run is found there.
 	hints := func(st *state.RunState) string { return hintFlags(st, nil, storeFlag) }
 	cmd.AddCommand(newRunsListCmd(e, open), newRunsShowCmd(e, open, hints), newRunsApproveCmd(e, open, hints),
 		newRunsResolveCmd(e, open, hints), newRunsPruneCmd(e, open),
-		newRunsExportCmd(e, open), newRunsImportCmd(e, func() (storeHandle, error) { return openWith(true) }))
+		newRunsExportCmd(e, open), newRunsImportCmd(e, func() (session.Store, error) { return openWith(true) }))
 	return cmd
 }
 
-type storeOpener func() (storeHandle, error)
+type storeOpener func() (session.Store, error)
 
 // hintFlagger gives the flags that hints to continue a run repeat.
 type hintFlagger func(*state.RunState) string
@@ -215,7 +216,7 @@ pending calls and calls whose outcome is unknown are always shown in full.`,
 
 // showRunTail loads a run for display, with only the tail of its rows when
 // n > 0, turning "not found" into a usage error.
-func showRunTail(s storeHandle, id string, n int) (*state.RunState, state.Omitted, error) {
+func showRunTail(s session.Store, id string, n int) (*state.RunState, state.Omitted, error) {
 	st, om, err := engine.ShowTail(context.Background(), s, id, n)
 	if re, ok := engine.AsError(err); ok && re.Code == engine.CodeRunNotFound {
 		return nil, om, usageErrorf("no run %s in the store %s", id, s.Path())
@@ -377,7 +378,7 @@ told in the tool result that a person changed the arguments, and to what.`,
 			if err := checkRunID(args[0]); err != nil {
 				return err
 			}
-			st, err := engine.DecideWith(context.Background(), s, args[0], []engine.Decision{d}, engine.DecideOptions{Check: editCheckerFor(e, s), Now: testClock(e)()})
+			st, err := engine.DecideWith(context.Background(), s, args[0], []engine.Decision{d}, engine.DecideOptions{Check: session.EditChecker(sessionEnv(e), s), Now: testClock(e)()})
 			if err := runsWriteError(s, args[0], err); err != nil {
 				return err
 			}
@@ -400,7 +401,7 @@ told in the tool result that a person changed the arguments, and to what.`,
 }
 
 // runsWriteError maps a store write error to docs/reference/cli.md#exit-codes.
-func runsWriteError(s storeHandle, id string, err error) error {
+func runsWriteError(s session.Store, id string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -556,4 +557,32 @@ func checkRunID(id string) error {
 		return usageErrorf("%q is not a run id (run ids look like run_01JD7…)", id)
 	}
 	return nil
+}
+
+// readArgsFlag reads edited arguments given as JSON text, @FILE or @- (standard input),
+// at most engine.MaxEditBytes.
+func readArgsFlag(e *env, v string) ([]byte, error) {
+	if !strings.HasPrefix(v, "@") {
+		return []byte(v), nil
+	}
+	name := v[1:]
+	var r io.Reader
+	if name == "-" {
+		r = e.stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, usageErrorf("--args %s: %v", v, err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, engine.MaxEditBytes+1))
+	if err != nil {
+		return nil, usageErrorf("--args %s: %v", v, err)
+	}
+	if len(b) > engine.MaxEditBytes {
+		return nil, usageErrorf("--args %s is over %d bytes; edited arguments are at most 1 MiB", v, engine.MaxEditBytes)
+	}
+	return b, nil
 }

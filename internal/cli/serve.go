@@ -10,9 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nexa-run/nexa/internal/secrets"
 	"github.com/nexa-run/nexa/internal/serve"
-	"github.com/nexa-run/nexa/internal/store/postgres"
+	"github.com/nexa-run/nexa/internal/session"
 )
 
 func init() { register(newServeCmd) }
@@ -68,40 +67,31 @@ unreadable), 2 usage error.`,
 				return err
 			}
 			defer s.Close()
-			values := append(environSecrets(e), secrets.URLPasswords(storeFlag)...)
+			redact, err := session.ServeRedactor(sessionEnv(e), storeFlag, token, e.getenv("NEXA_NOTIFY_SECRET"))
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
 			name := storeName(e, storeFlag)
-			values = append(values, postgres.Password(name))
-			values = append(values, token, e.getenv("NEXA_NOTIFY_SECRET"))
-			if p := e.getenv("NEXA_SECRETS"); p != "" {
-				set, err := secrets.Load(p)
-				if err != nil {
-					return usageErrorf("NEXA_SECRETS: %v", err)
-				}
-				values = append(values, set.Strings()...)
-			}
-			red := secrets.NewRedactor(values...)
-			exe, err := serve.SelfCommand()
-			if err != nil && execute {
-				return &exitError{code: ExitFailed, msg: fmt.Sprintf("--execute needs the path of this binary: %v", err)}
-			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
 			o := serve.Options{
-				Store: s, StoreName: red.Redact(s.Path()), StoreFlag: name, Addr: addr, AllowHosts: allowHosts,
+				Store: s, StoreName: redact(s.Path()), StoreFlag: name, Addr: addr, AllowHosts: allowHosts,
 				Token: token, TokenName: tokenName, User: user,
-				Redact: red.Redact, Log: e.stderr, EditChecker: editCheckerFor(e, s),
+				Redact: redact, Log: e.stderr, EditChecker: session.EditChecker(sessionEnv(e), s),
 			}
 			if execute {
-				o.Execute = serve.CommandResumer{Exe: exe, StoreFlag: storeFlag, Output: red.Writer(e.stderr)}
+				// Runs are continued in this process; a signal asks each
+				// to stop at its next safe point, and the server waits.
+				o.Execute = session.Resumer{Env: sessionEnv(e), Store: s, Stop: ctx.Done()}
 			}
 			if notify != "" {
 				o.Notify = &serve.Notifier{URL: notify, Secret: e.getenv("NEXA_NOTIFY_SECRET"), Store: s, Interval: interval,
-					Redact: red.Redact, Log: func(f string, a ...any) { fmt.Fprintln(e.stderr, "nexa serve: "+red.Redact(fmt.Sprintf(f, a...))) }}
+					Redact: redact, Log: func(f string, a ...any) { fmt.Fprintln(e.stderr, "nexa serve: "+redact(fmt.Sprintf(f, a...))) }}
 			}
 			srv, err := serve.New(o)
 			if err != nil {
 				return &exitError{code: ExitFailed, msg: err.Error()}
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
 			err = srv.Run(ctx, func(bound string) {
 				if o.Notify != nil {
 					o.Notify.BaseURL = "http://" + bound

@@ -199,6 +199,8 @@ type NewRun struct {
 	// ApprovalTimeout bounds how long any call may wait for a decision
 	// (--approval-timeout); zero leaves it to the tools' settings.
 	ApprovalTimeout time.Duration
+	// Choice is what chose the provider (state.Config.Choice).
+	Choice *state.ProviderChoice
 }
 
 // DeadlineFor is the deadline of a run started at now: now plus timeout (the
@@ -245,6 +247,7 @@ func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) 
 			WorkDir:     nr.WorkDir,
 			MCPServers:  r.mcpServers,
 			ResumeFlags: nr.ResumeFlags,
+			Choice:      nr.Choice,
 			Policy:      r.policyRef(),
 			// Rounded up: a bound is never shortened.
 			ApprovalTimeout: state.Seconds((nr.ApprovalTimeout + time.Second - 1) / time.Second),

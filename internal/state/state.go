@@ -105,11 +105,27 @@ type Config struct {
 	// hash of their tool schemas when the run started: a resume refuses
 	// when a server now offers different tools.
 	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
+	// Choice records what chose the provider when the run started, typed
+	// (never a key), so that any process can resolve the same provider
+	// again without a command line (nexa serve --execute). Nil for runs of
+	// an older nexa.
+	Choice *ProviderChoice `json:"provider_choice,omitempty"`
 	// ResumeFlags are the command-line flags that chose the provider when
 	// the run started (never a key): hints to continue the run repeat them,
 	// so that the resume resolves to the same provider identity. They are
 	// advice for people; the resume check compares Provider.
 	ResumeFlags []string `json:"resume_flags,omitempty"`
+}
+
+// ProviderChoice is what a command was given to choose a run's provider:
+// --provider (openai, anthropic or script:PATH), --model, --base-url and
+// --no-stream, as given; empty fields were resolved from the environment,
+// the agent and the secrets, and are resolved the same way again.
+type ProviderChoice struct {
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	BaseURL  string `json:"base_url,omitempty"`
+	NoStream bool   `json:"no_stream,omitempty"`
 }
 
 // PolicyRef identifies the policy a run was started under. Path is where

@@ -1,4 +1,4 @@
-package cli
+package session
 
 import (
 	"os"
@@ -24,7 +24,7 @@ config default {
     anthropic_api_key = "anthropic-key-in-file"
 }
 `)
-	e := &env{getenv: func(string) string { return "" }, environ: func() []string {
+	e := Env{Getenv: func(string) string { return "" }, Environ: func() []string {
 		return []string{"PATH=/bin", "OTHER_API_KEY=env-other-key", "DATABASE_URL=postgres://u:db-password@h/db"}
 	}}
 	sec, err := loadSecrets(e, &ir.Program{SecretFiles: []string{path}})

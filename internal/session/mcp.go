@@ -1,4 +1,4 @@
-package cli
+package session
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func mcpSpecs(prog *ir.Program, agent *ir.Agent) []string {
 // from the secrets tools may read. Connecting is bounded by connectTimeout
 // and by the run's deadline (nil: none), whichever comes first, so a server
 // that never answers cannot hold the run forever.
-func connectMCP(ctx context.Context, prog *ir.Program, agent *ir.Agent, wd, logPath string, sec *secretSet, connectTimeout time.Duration, deadline *time.Time) (*agentTools, error) {
+func connectMCP(ctx context.Context, prog *ir.Program, agent *ir.Agent, wd, logPath, version string, sec *secretSet, connectTimeout time.Duration, deadline *time.Time) (*agentTools, error) {
 	specs := mcpSpecs(prog, agent)
 	at := &agentTools{agent: agent}
 	if len(specs) == 0 {
@@ -77,7 +77,7 @@ func connectMCP(ctx context.Context, prog *ir.Program, agent *ir.Agent, wd, logP
 		ctx, cancel = context.WithDeadline(ctx, *deadline)
 		defer cancel()
 	}
-	mgr := mcptool.NewManager(mcptool.Options{WorkDir: wd, Log: log, Secret: sec.lookupToolSecret(), ClientName: "nexa", ClientVersion: Version, ConnectTimeout: connectTimeout})
+	mgr := mcptool.NewManager(mcptool.Options{WorkDir: wd, Log: log, Secret: sec.lookupToolSecret(), ClientName: "nexa", ClientVersion: or(version, "dev"), ConnectTimeout: connectTimeout})
 	if err := mgr.Connect(ctx, specs...); err != nil {
 		mgr.Close()
 		at.close()
@@ -99,7 +99,7 @@ func connectMCP(ctx context.Context, prog *ir.Program, agent *ir.Agent, wd, logP
 
 // mcpConnectTimeout reads NEXA_MCP_CONNECT_TIMEOUT (seconds or a duration);
 // unset means mcptool.DefaultConnectTimeout.
-func mcpConnectTimeout(e *env) (time.Duration, error) {
+func mcpConnectTimeout(e Env) (time.Duration, error) {
 	v := e.getenv("NEXA_MCP_CONNECT_TIMEOUT")
 	if v == "" {
 		return mcptool.DefaultConnectTimeout, nil

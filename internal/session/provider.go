@@ -1,4 +1,4 @@
-package cli
+package session
 
 import (
 	"fmt"
@@ -18,15 +18,28 @@ type resolvedProvider struct {
 	identity state.ProviderIdentity
 }
 
+// ProviderOptions are the choices of a model provider a command was given
+// (--provider, --model, --base-url); empty fields fall back to the
+// environment, the agent and the secrets.
+type ProviderOptions struct {
+	// Provider is openai, anthropic or script:PATH.
+	Provider string
+	Model    string
+	BaseURL  string
+	// Resume: the provider continues an existing run (a script then
+	// checks its replies from the first request of this process).
+	Resume bool
+}
+
 // resolveProvider applies docs/reference/runtime.md#provider-resolution: the provider kind, the
 // model, then endpoint and key, first found wins. It never puts a key in an
 // error message.
-func resolveProvider(e *env, f *agentFlags, prog *ir.Program, agent *ir.Agent, sec *secretSet, onRetry func(int, error, time.Duration)) (*resolvedProvider, error) {
+func resolveProvider(e Env, f ProviderOptions, prog *ir.Program, agent *ir.Agent, sec *secretSet, onRetry func(int, error, time.Duration)) (*resolvedProvider, error) {
 	timeouts, err := providerTimeouts(e)
 	if err != nil {
 		return nil, err
 	}
-	kind := f.provider
+	kind := f.Provider
 	if kind == "" {
 		kind = e.getenv("NEXA_PROVIDER")
 	}
@@ -36,7 +49,7 @@ func resolveProvider(e *env, f *agentFlags, prog *ir.Program, agent *ir.Agent, s
 			return nil, fmt.Errorf("--provider script:PATH needs the path of a script file")
 		}
 		check := provider.CheckEveryTurn
-		if f.resume != "" {
+		if f.Resume {
 			// the turns before the run's next request have answered already
 			check = provider.CheckFromFirstRequest
 		}
@@ -47,7 +60,7 @@ func resolveProvider(e *env, f *agentFlags, prog *ir.Program, agent *ir.Agent, s
 		return &resolvedProvider{provider: withPolicies(s, timeouts, agent, onRetry), identity: s.Identity()}, nil
 	}
 
-	model := f.model
+	model := f.Model
 	if model == "" {
 		model = agent.Model
 	}
@@ -76,7 +89,7 @@ func resolveProvider(e *env, f *agentFlags, prog *ir.Program, agent *ir.Agent, s
 		return nil, fmt.Errorf("unknown provider %q: use openai, anthropic or script:PATH", kind)
 	}
 
-	baseURL, key := f.baseURL, ""
+	baseURL, key := f.BaseURL, ""
 	lookup := func(baseVar, keyVar string, get func(string) string) {
 		if baseURL == "" {
 			baseURL = get(baseVar)
@@ -152,7 +165,7 @@ func withPolicies(p provider.Provider, timeouts provider.Timeouts, agent *ir.Age
 // NEXA_PROVIDER_IDLE_TIMEOUT for the silence of a stream, each in seconds
 // ("600") or as a duration ("10m"); "0" or "off" turns one off, unset
 // keeps its default.
-func providerTimeouts(e *env) (provider.Timeouts, error) {
+func providerTimeouts(e Env) (provider.Timeouts, error) {
 	read := func(name string) (time.Duration, error) {
 		v := strings.TrimSpace(e.getenv(name))
 		switch v {

@@ -1,4 +1,4 @@
-package cli
+package session
 
 import (
 	"encoding/json"
@@ -26,9 +26,9 @@ func (r policyRules) Ref() state.PolicyRef {
 	return state.PolicyRef{Path: r.p.Path(), Hash: r.p.Hash()}
 }
 
-// loadRules reads the policy file at path (made absolute, so that the run
+// LoadPolicy reads the policy file at path (made absolute, so that the run
 // records where it was) as the runtime's rules.
-func loadRules(path string) (engine.Rules, error) {
+func LoadPolicy(path string) (engine.Rules, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
@@ -45,11 +45,11 @@ func loadRules(path string) (engine.Rules, error) {
 	return policyRules{p}, nil
 }
 
-// policyFlags are the flags a resume of a run under rules must repeat
+// PolicyFlags are the flags a resume of a run under rules must repeat
 // (recorded with the run's provider flags, for its resume commands and
 // nexa serve --execute, which run in the run's working directory wd): the
 // policy's path, relative to wd when the policy is inside it.
-func policyFlags(rules engine.Rules, wd string) []string {
+func PolicyFlags(rules engine.Rules, wd string) []string {
 	if rules == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package cli
+package session
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ type secretSet struct {
 // loadSecrets reads the program's secrets files (secrets.nxs beside the main
 // file and included .nxs files, as the compiler found them) and then
 // NEXA_SECRETS, which wins key by key.
-func loadSecrets(e *env, prog *ir.Program) (*secretSet, error) {
+func loadSecrets(e Env, prog *ir.Program) (*secretSet, error) {
 	paths := append([]string{}, prog.SecretFiles...)
 	if p := e.getenv("NEXA_SECRETS"); p != "" {
 		paths = append(paths, p)
@@ -53,11 +53,11 @@ func loadSecrets(e *env, prog *ir.Program) (*secretSet, error) {
 // environSecrets are the values of the environment that must never be
 // shown: every secret-named variable (used by this run or not) and every
 // URL password.
-func environSecrets(e *env) []string {
-	if e.environ == nil {
+func environSecrets(e Env) []string {
+	if e.Environ == nil {
 		return nil
 	}
-	return secrets.EnvValues(e.environ())
+	return secrets.EnvValues(e.Environ())
 }
 
 func (s *secretSet) block(name, key string) string {

@@ -1,12 +1,9 @@
-package cli
+package session
 
 import (
 	"fmt"
 	"github.com/nexa-run/nexa/internal/tool"
-	"io"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/nexa-run/nexa/internal/compile"
 	"github.com/nexa-run/nexa/internal/engine"
@@ -15,13 +12,13 @@ import (
 	"github.com/nexa-run/nexa/internal/tools/builtin"
 )
 
-// editCheckerFor returns what checks a person's edited arguments for a run
+// EditChecker returns what checks a person's edited arguments for a run
 // before they are recorded (nexa runs approve --args, nexa serve): the
 // run's program compiled again from its source in its working directory
 // (it must still have the run's hash), its agent, the built-in tools'
 // confinement checks, and the run's policy (the file must still have the
 // run's hash). The resume checks the same again before the call runs.
-func editCheckerFor(e *env, s storeHandle) func(*state.RunState) (engine.EditChecker, error) {
+func EditChecker(e Env, s Store) func(*state.RunState) (engine.EditChecker, error) {
 	return func(st *state.RunState) (engine.EditChecker, error) {
 		src := st.Config.SourceFile
 		if !filepath.IsAbs(src) {
@@ -43,7 +40,7 @@ func editCheckerFor(e *env, s storeHandle) func(*state.RunState) (engine.EditChe
 		}
 		var rules engine.Rules
 		if ref := st.Config.Policy; ref != nil {
-			r, err := loadRules(ref.Path)
+			r, err := LoadPolicy(ref.Path)
 			if err != nil {
 				return nil, refuse("the policy of run %s cannot be read: %v", st.ID, err)
 			}
@@ -58,32 +55,4 @@ func editCheckerFor(e *env, s storeHandle) func(*state.RunState) (engine.EditChe
 		}
 		return engine.NewEditChecker(engine.Config{Program: prog, Agent: agent, Executors: execs, Rules: rules})
 	}
-}
-
-// readArgsFlag reads edited arguments given as JSON text, @FILE or @- (standard input),
-// at most engine.MaxEditBytes.
-func readArgsFlag(e *env, v string) ([]byte, error) {
-	if !strings.HasPrefix(v, "@") {
-		return []byte(v), nil
-	}
-	name := v[1:]
-	var r io.Reader
-	if name == "-" {
-		r = e.stdin
-	} else {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, usageErrorf("--args %s: %v", v, err)
-		}
-		defer f.Close()
-		r = f
-	}
-	b, err := io.ReadAll(io.LimitReader(r, engine.MaxEditBytes+1))
-	if err != nil {
-		return nil, usageErrorf("--args %s: %v", v, err)
-	}
-	if len(b) > engine.MaxEditBytes {
-		return nil, usageErrorf("--args %s is over %d bytes; edited arguments are at most 1 MiB", v, engine.MaxEditBytes)
-	}
-	return b, nil
 }
