@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/nexa-run/nexa/internal/stdlib/stdgen"
+	"github.com/nexa-run/nexa/internal/stdgen"
 )
 
 func main() {

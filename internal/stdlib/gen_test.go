@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/nexa-run/nexa/internal/compile"
-	"github.com/nexa-run/nexa/internal/stdlib/stdgen"
+	"github.com/nexa-run/nexa/internal/stdgen"
 )
 
 // catalog_gen.go is what std.nx generates today: a change to std.nx without
