@@ -15,6 +15,12 @@ import (
 // agentProps are the properties with meaning for nexa agent.
 var agentProps = []string{"prompt", "role", "model", "max_tool_calls", "tool_call_strategy", "timeout", "retry", "temperature", "max_tokens", "output_format", "stream", "http_allow"}
 
+// nexa23AgentProps are agent properties that Nexa 2.3 programs use and nexa
+// does not (docs/language.md, section 4.5): warnings, never errors, even
+// when they look like a misspelling of one of nexa's.
+var nexa23AgentProps = []string{"cache", "memory", "experience", "max_history_turns", "output_schema",
+	"description", "fallback", "input_type", "output_type", "uses"}
+
 // agentDecorators maps each decorator to its one argument and the property
 // it sets.
 var agentDecorators = map[string][2]string{
@@ -83,7 +89,15 @@ func (c *compiler) compileAgent(ad *agentDecl, prog *ir.Program) *ir.Agent {
 		values[key] = setting{p.Value, p.Pos}
 		if !contains(agentProps, key) {
 			hint := "nexa agent keeps it in the IR but does not use it"
-			if best := c.closest(key, agentProps); best != "" {
+			best := c.closest(key, agentProps)
+			if best != "" && !contains(nexa23AgentProps, key) {
+				// A misspelt budget or setting would silently drop what
+				// the author asked for (max_tool_call: 3): fail closed.
+				c.errorAt(p.Pos, lang.CodeUnknownSetting, fmt.Sprintf("did you mean `%s`?", best),
+					"unknown property `%s` of agent %s", key, name)
+				continue
+			}
+			if best != "" {
 				hint = fmt.Sprintf("did you mean `%s`?", best)
 			}
 			c.warnAt(p.Pos, lang.CodeNoEffect, hint, "property `%s` of agent %s accepted, no effect in nexa agent", key, name)

@@ -695,7 +695,10 @@ func TestMoreDiagnostics(t *testing.T) {
 		{`agent A { stream: "yes" }`, lang.CodeBadSetting, "stream of agent A must be true or false", false},
 		{`agent A { output_format: "xml" }`, lang.CodeBadSetting, "output_format of agent A must be \"json\" or \"text\"", false},
 		{`agent A { prompt: "p", prompt: "q" }`, lang.CodeDuplicate, "property `prompt` given twice in agent A", false},
-		{`agent A { promt: "p" }`, lang.CodeNoEffect, "property `promt` of agent A accepted, no effect in nexa agent", true},
+		{`agent A { promt: "p" }`, lang.CodeUnknownSetting, "unknown property `promt` of agent A", false},
+		{`agent A { max_tool_call: 3 }`, lang.CodeUnknownSetting, "unknown property `max_tool_call` of agent A", false},
+		{`agent A { cache: true }`, lang.CodeNoEffect, "property `cache` of agent A accepted, no effect in nexa agent", true},
+		{`agent A { gadget: 1 }`, lang.CodeNoEffect, "property `gadget` of agent A accepted, no effect in nexa agent", true},
 		{`agent A uses B { prompt: "p" }
 agent B { prompt: "q" }`, lang.CodeUnknownTool, "agent A uses unknown tool `B`", false},
 		{`protocol P { a: int, a: str }`, lang.CodeDuplicate, "field `a` appears twice in protocol P", false},
