@@ -181,28 +181,16 @@ func parsePrimary(lex cursor, p *Primary) error {
 	case isPunct(t, "["):
 		lex.Next()
 		list := &ListExpr{Pos: pos(t)}
-		for {
-			n := lex.Peek()
-			if isPunct(n, "]") {
-				lex.Next()
-				break
-			}
-			if !startsExpr(n) {
-				return expected(n, exprWords+" or `]`")
-			}
+		err := parseListItems(lex, startsExpr, exprWords, func(*lexer.Token) error {
 			item := &Expr{}
 			if err := parseExpr(lex, item); err != nil {
 				return err
 			}
 			list.Items = append(list.Items, item)
-			c := lex.Peek()
-			if isPunct(c, ",") {
-				lex.Next()
-				continue
-			}
-			if !isPunct(c, "]") {
-				return expected(c, "`,` or `]`")
-			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		p.List = list
 		return nil

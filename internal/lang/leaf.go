@@ -74,15 +74,7 @@ func parseValue(lex cursor, v *Value) error {
 	case isPunct(t, "["):
 		lex.Next()
 		list := &ListLit{Pos: pos(t)}
-		for {
-			n := lex.Peek()
-			if isPunct(n, "]") {
-				lex.Next()
-				break
-			}
-			if !startsValue(n) {
-				return expected(n, valueWords+" or `]`")
-			}
+		err := parseListItems(lex, startsValue, valueWords, func(n *lexer.Token) error {
 			it := &ListItem{Pos: pos(n), First: new(Value)}
 			if err := parseValue(lex, it.First); err != nil {
 				return err
@@ -98,14 +90,10 @@ func parseValue(lex cursor, v *Value) error {
 				}
 			}
 			list.Items = append(list.Items, it)
-			n = lex.Peek()
-			switch {
-			case isPunct(n, ","):
-				lex.Next()
-			case isPunct(n, "]"):
-			default:
-				return expected(n, "`,` or `]`")
-			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		v.List = list
 	case isPunct(t, "{"):
@@ -148,6 +136,34 @@ func parseValue(lex cursor, v *Value) error {
 		return expected(t, valueWords)
 	}
 	return nil
+}
+
+// parseListItems parses the rest of a list after its `[`, the `]`
+// included: items separated by commas, a trailing comma allowed. Each item
+// must start as starts says (words names what may, for the error) and is
+// parsed by item, given its first token.
+func parseListItems(lex cursor, starts func(*lexer.Token) bool, words string, item func(first *lexer.Token) error) error {
+	for {
+		n := lex.Peek()
+		if isPunct(n, "]") {
+			lex.Next()
+			return nil
+		}
+		if !starts(n) {
+			return expected(n, words+" or `]`")
+		}
+		if err := item(n); err != nil {
+			return err
+		}
+		c := lex.Peek()
+		if isPunct(c, ",") {
+			lex.Next()
+			continue
+		}
+		if !isPunct(c, "]") {
+			return expected(c, "`,` or `]`")
+		}
+	}
 }
 
 // Parse implements participle.Parseable. A type is never optional where

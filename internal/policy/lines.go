@@ -78,11 +78,14 @@ func isRuleHeader(l string) bool {
 	return name == "rule" || name == `"rule"` || name == `'rule'`
 }
 
-// stripComment drops a # comment that is not inside a string.
-func stripComment(l string) string {
+// eachUnquoted calls f with the index of every byte of s that is outside
+// a TOML string ("basic", with backslash escapes, or 'literal'; the quotes
+// count as inside), until f returns false. The line scanners below share
+// it, so they agree on where strings are.
+func eachUnquoted(s string, f func(i int) bool) {
 	var quote byte
-	for i := 0; i < len(l); i++ {
-		c := l[i]
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		switch {
 		case quote != 0:
 			if c == '\\' && quote == '"' {
@@ -92,11 +95,25 @@ func stripComment(l string) string {
 			}
 		case c == '"' || c == '\'':
 			quote = c
-		case c == '#':
-			return l[:i]
+		default:
+			if !f(i) {
+				return
+			}
 		}
 	}
-	return l
+}
+
+// stripComment drops a # comment that is not inside a string.
+func stripComment(l string) string {
+	end := len(l)
+	eachUnquoted(l, func(i int) bool {
+		if l[i] == '#' {
+			end = i
+			return false
+		}
+		return true
+	})
+	return l[:end]
 }
 
 // lineKeys lists the keys a line defines: every part of a dotted key, the
@@ -110,22 +127,12 @@ func lineKeys(l string) []string {
 	var out []string
 	// a key starts the line, and follows each { or , outside strings
 	starts := []int{0}
-	var quote byte
-	for i := 0; i < len(t); i++ {
-		c := t[i]
-		switch {
-		case quote != 0:
-			if c == '\\' && quote == '"' {
-				i++
-			} else if c == quote {
-				quote = 0
-			}
-		case c == '"' || c == '\'':
-			quote = c
-		case c == '{' || c == ',':
+	eachUnquoted(t, func(i int) bool {
+		if t[i] == '{' || t[i] == ',' {
 			starts = append(starts, i+1)
 		}
-	}
+		return true
+	})
 	for _, s := range starts {
 		rest := t[s:]
 		eq := keyEnd(rest)
@@ -140,30 +147,22 @@ func lineKeys(l string) []string {
 // keyEnd is the index of the = ending a (possibly dotted, quoted) key at
 // the start of s, or -1 when s does not start with a key.
 func keyEnd(s string) int {
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0:
-			if c == '\\' && quote == '"' {
-				i++
-			} else if c == quote {
-				quote = 0
-			}
-		case c == '"' || c == '\'':
-			quote = c
+	end := -1
+	eachUnquoted(s, func(i int) bool {
+		switch c := s[i]; {
 		case c == '=':
-			if strings.TrimSpace(s[:i]) == "" {
-				return -1
+			if strings.TrimSpace(s[:i]) != "" {
+				end = i
 			}
-			return i
+			return false
 		case c == ' ' || c == '\t' || c == '.' || c == '_' || c == '-' ||
 			(c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'):
+			return true
 		default:
-			return -1
+			return false
 		}
-	}
-	return -1
+	})
+	return end
 }
 
 // splitDotted splits a.b."c.d" into its parts, unquoted.

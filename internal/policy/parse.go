@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -425,6 +426,23 @@ func (c *checker) conds(i int, section, where string, m map[string]any) []*cond 
 	return out
 }
 
+// patternTest checks the value v of a glob or regex test (op) of subject: a
+// string that compile accepts; noun names its kind in the error. nil after
+// reporting an error.
+func (c *checker) patternTest(line int, op, subject, noun string, v any, compile func(string) (*regexp.Regexp, error)) *pattern {
+	s, isStr := v.(string)
+	if !isStr {
+		c.errorf(line, "%s of %s must be a string, found %s", op, subject, describe(v))
+		return nil
+	}
+	re, err := compile(s)
+	if err != nil {
+		c.errorf(line, "%s of %s: bad %s %q: %v", op, subject, noun, s, err)
+		return nil
+	}
+	return &pattern{src: s, re: re}
+}
+
 // condTable checks a condition written as a table of tests.
 func (c *checker) condTable(i int, section, key, subject string, cd *cond, t map[string]any) bool {
 	line := c.lines.find(i, section, key)
@@ -463,33 +481,15 @@ func (c *checker) condTable(i int, section, key, subject string, cd *cond, t map
 				cd.in = append(cd.in, s)
 			}
 		case "glob":
-			s, isStr := v.(string)
-			if !isStr {
-				c.errorf(opLine, "glob of %s must be a string, found %s", subject, describe(v))
+			if cd.glob = c.patternTest(opLine, op, subject, "glob", v, compileGlob); cd.glob == nil {
 				ok = false
 				continue
 			}
-			re, err := compileGlob(s)
-			if err != nil {
-				c.errorf(opLine, "glob of %s: bad glob %q: %v", subject, s, err)
-				ok = false
-				continue
-			}
-			cd.glob = &pattern{src: s, re: re}
 		case "regex":
-			s, isStr := v.(string)
-			if !isStr {
-				c.errorf(opLine, "regex of %s must be a string, found %s", subject, describe(v))
+			if cd.regex = c.patternTest(opLine, op, subject, "regular expression", v, compileRegex); cd.regex == nil {
 				ok = false
 				continue
 			}
-			re, err := compileRegex(s)
-			if err != nil {
-				c.errorf(opLine, "regex of %s: bad regular expression %q: %v", subject, s, err)
-				ok = false
-				continue
-			}
-			cd.regex = &pattern{src: s, re: re}
 		case "min", "max":
 			s, err := toScalar(v)
 			if err != nil || s.kind != kindNumber {

@@ -127,6 +127,7 @@ func NewAnthropic(cfg AnthropicConfig) (*Anthropic, error) {
 			base, DefaultAnthropicBaseURL),
 		overloadedStatus: 529, // Anthropic's "overloaded"
 		limits:           lim,
+		sdkStatus:        anthropicStatus,
 	}
 	return &Anthropic{cfg: cfg, httpAPI: api, svc: anthropic.NewMessageService(opts...)}, nil
 }
@@ -929,19 +930,6 @@ func (b *anthropicAccBlock) arguments() string {
 		return compactArguments(b.input.String())
 	}
 	return compactArguments(string(b.startInput))
-}
-
-// classify turns a failed request into an *Error (or, when the caller's
-// context ended, the context's error, which is not the provider's fault and
-// must not be retried).
-func (a *Anthropic) classify(ctx context.Context, err error, res *http.Response, model string) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return fmt.Errorf("anthropic request: %w", ctxErr)
-	}
-	if status, header, body := errorResponse(err, res, anthropicStatus); status != 0 {
-		return a.statusError(status, header, body, model)
-	}
-	return a.transportError(err)
 }
 
 // anthropicStatus finds the SDK's error for an HTTP error status, with the

@@ -49,6 +49,14 @@ type httpAPI struct {
 	// limits bound the size of a reply (limits.go); the client's
 	// transport applies the same ones.
 	limits *replyLimits
+	// sdkStatus finds the SDK's error for an HTTP error status, with the
+	// status and the response it carries.
+	sdkStatus func(error) (status int, res *http.Response, ok bool)
+	// notAReply words a response without an error status whose body the
+	// SDK could not read (an HTML page from a wrong base URL), given its
+	// Content-Type; the SDK's error follows. nil when the SDK leaves the
+	// body to the caller, which reports it itself.
+	notAReply func(contentType string) string
 }
 
 // checkBaseURL returns the base URL a provider named name sends requests
@@ -118,6 +126,29 @@ func readBody(res *http.Response) []byte {
 	}
 	b, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
 	return b
+}
+
+// classify is the one place a failed request becomes an error, for both
+// protocols: the caller's context first (its error, which is not the
+// provider's fault and must not be retried), then a reply over a size
+// limit (a permanent bad reply), an HTTP error status (statusError), a
+// body that is not a reply (notAReply), and last the transport
+// (transportError). model is the one a 404 is about.
+func (h *httpAPI) classify(ctx context.Context, err error, res *http.Response, model string) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("%s request: %w", h.name, ctxErr)
+	}
+	if e := tooLarge(err, h.limits); e != nil {
+		return e
+	}
+	if status, header, body := errorResponse(err, res, h.sdkStatus); status != 0 {
+		return h.statusError(status, header, body, model)
+	}
+	if h.notAReply != nil && res != nil && h.networkError(err) == nil {
+		return &Error{Kind: KindMalformedReply, Status: res.StatusCode,
+			Message: h.notAReply(res.Header.Get("Content-Type")) + " " + h.redact(err.Error())}
+	}
+	return h.transportError(err)
 }
 
 // statusError classifies an HTTP error status; model is the one named when

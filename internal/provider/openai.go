@@ -89,9 +89,13 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	// OPENAI_* environment variable: configuration comes from cfg only.
 	api := httpAPI{
 		name: "openai", baseURL: base, apiKey: cfg.APIKey,
-		keyHint:  "NEXA_API_KEY or the provider's key variable",
-		notFound: base + "/chat/completions was not found; check --base-url (an OpenAI-compatible base URL usually ends in /v1)",
-		limits:   lim,
+		keyHint:   "NEXA_API_KEY or the provider's key variable",
+		notFound:  base + "/chat/completions was not found; check --base-url (an OpenAI-compatible base URL usually ends in /v1)",
+		limits:    lim,
+		sdkStatus: openaiStatus,
+		notAReply: func(contentType string) string {
+			return fmt.Sprintf("the response from %s is not a chat completion (Content-Type %q); is --base-url an OpenAI-compatible API (it usually ends in /v1)?", base, contentType)
+		},
 	}
 	return &OpenAI{cfg: cfg, httpAPI: api, svc: openai.NewChatCompletionService(opts...)}, nil
 }
@@ -281,7 +285,7 @@ func (o *OpenAI) complete(ctx context.Context, params openai.ChatCompletionNewPa
 	var res *http.Response
 	cc, err := o.svc.New(ctx, params, option.WithResponseInto(&res))
 	if err != nil {
-		return Reply{}, o.classify(ctx, err, res)
+		return Reply{}, o.classify(ctx, err, res, o.cfg.Model)
 	}
 	return o.replyFrom(cc)
 }
@@ -341,7 +345,7 @@ func (o *OpenAI) stream(ctx context.Context, params openai.ChatCompletionNewPara
 		option.WithHeader("Accept", "text/event-stream"),
 		option.WithResponseBodyInto(&res))
 	if err != nil {
-		return Reply{}, o.classify(ctx, err, res)
+		return Reply{}, o.classify(ctx, err, res, o.cfg.Model)
 	}
 	if res == nil || res.Body == nil {
 		return Reply{}, errNoBody()
@@ -353,7 +357,7 @@ func (o *OpenAI) stream(ctx context.Context, params openai.ChatCompletionNewPara
 	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt == "application/json" {
 		body, err := io.ReadAll(res.Body)
 		if err != nil {
-			return Reply{}, o.classify(ctx, fmt.Errorf("read response: %w", err), nil)
+			return Reply{}, o.classify(ctx, fmt.Errorf("read response: %w", err), nil, o.cfg.Model)
 		}
 		var cc openai.ChatCompletion
 		if err := json.Unmarshal(body, &cc); err != nil {
@@ -622,29 +626,6 @@ func (a *streamAcc) reply() (Reply, error) {
 		return Reply{}, fmt.Errorf("openai stream: encode assembled reply: %w", err)
 	}
 	return Reply{Message: msg, Raw: raw, Usage: usageFrom(a.usage), FinishReason: a.finish}, nil
-}
-
-// classify turns a failed request into an *Error (or, when the caller's
-// context ended, the context's error, which is not the provider's fault and
-// must not be retried). A body over a size limit is a permanent bad reply;
-// a response whose body the client could not otherwise read or parse,
-// without an error status, is not a chat completion.
-func (o *OpenAI) classify(ctx context.Context, err error, res *http.Response) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return fmt.Errorf("openai request: %w", ctxErr)
-	}
-	if e := tooLarge(err, o.limits); e != nil {
-		return e
-	}
-	if status, header, body := errorResponse(err, res, openaiStatus); status != 0 {
-		return o.statusError(status, header, body, o.cfg.Model)
-	}
-	if res != nil && o.networkError(err) == nil {
-		return &Error{Kind: KindMalformedReply, Status: res.StatusCode, Message: fmt.Sprintf(
-			"the response from %s is not a chat completion (Content-Type %q); is --base-url an OpenAI-compatible API (it usually ends in /v1)? %s",
-			o.baseURL, res.Header.Get("Content-Type"), o.redact(err.Error()))}
-	}
-	return o.transportError(err)
 }
 
 // openaiStatus finds the SDK's error for an HTTP error status, with the

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/stdlib"
+	"github.com/nexa-run/nexa/internal/tailbuf"
 )
 
 const (
@@ -260,16 +261,19 @@ func capOutput(s string, max int) string {
 }
 
 // headTail keeps the first and last bytes of a stream, so a long command
-// output still shows how it started and how it ended, in bounded memory.
+// output still shows how it started and how it ended, in bounded memory:
+// the first half of limit in head, the last half in tail.
 type headTail struct {
 	mu    sync.Mutex
 	limit int
 	head  []byte
-	tail  []byte
+	tail  *tailbuf.Buffer
 	total int64
 }
 
-func newHeadTail(limit int) *headTail { return &headTail{limit: limit} }
+func newHeadTail(limit int) *headTail {
+	return &headTail{limit: limit, tail: tailbuf.New(limit - limit/2)}
+}
 
 // Write never fails, so the producer is never blocked by the cap.
 func (h *headTail) Write(p []byte) (int, error) {
@@ -283,13 +287,8 @@ func (h *headTail) Write(p []byte) (int, error) {
 		h.head = append(h.head, p[:take]...)
 		p = p[take:]
 	}
-	if len(p) == 0 {
-		return n0, nil
-	}
-	tailCap := h.limit - headCap
-	h.tail = append(h.tail, p...)
-	if len(h.tail) > 2*tailCap {
-		h.tail = append(h.tail[:0], h.tail[len(h.tail)-tailCap:]...)
+	if len(p) > 0 {
+		_, _ = h.tail.Write(p)
 	}
 	return n0, nil
 }
@@ -299,11 +298,7 @@ func (h *headTail) Write(p []byte) (int, error) {
 func (h *headTail) String() (string, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	tailCap := h.limit - h.limit/2
-	tail := h.tail
-	if len(tail) > tailCap {
-		tail = tail[len(tail)-tailCap:]
-	}
+	tail := h.tail.Bytes()
 	kept := int64(len(h.head) + len(tail))
 	if kept >= h.total {
 		return strings.ToValidUTF8(string(h.head)+string(tail), "\uFFFD"), false

@@ -217,15 +217,46 @@ func osFailure(verb, rel string, err error) tool.Outcome {
 	}
 }
 
-// withJail opens the jail for a call; a missing working directory means
-// nothing can run.
-func withJail(c *call, f func(j *jail) (tool.Outcome, error)) (tool.Outcome, error) {
+// pathOp says how a file tool confines its path and names its action.
+type pathOp struct {
+	// verb completes "cannot VERB PATH" in the messages of a failure.
+	verb string
+	// modify refuses the working directory itself, for tools that change
+	// what the path names.
+	modify bool
+	// followLast follows a symbolic link in the last component; a tool
+	// that acts on a link itself (file_exists, file_delete) does not.
+	followLast bool
+}
+
+// onPath is the one shape every file tool has: decode the arguments into a
+// (which holds their defaults), let check refuse or complete them, open the
+// jail (a missing working directory means nothing can run), confine *target,
+// then act on the root-relative result. A refusal of check or of the path
+// is an ordinary tool error the model reads; check may be nil.
+func onPath(c *call, a any, target *string, op pathOp, check func() error, act func(j *jail, rel string) (tool.Outcome, error)) (tool.Outcome, error) {
+	if err := c.decode(a); err != nil {
+		return argError(err), nil
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return argError(err), nil
+		}
+	}
 	j, err := openJail(c.inv.WorkDir, c.opts.Protected)
 	if err != nil {
 		return tool.Outcome{}, notExecuted(c.inv.Tool.Name, err.Error())
 	}
 	defer j.Close()
-	return f(j)
+	resolve := j.resolve
+	if op.modify {
+		resolve = j.prepareWrite
+	}
+	rel, err := resolve(*target, op.followLast)
+	if err != nil {
+		return osFailure(op.verb, *target, err), nil
+	}
+	return act(j, rel)
 }
 
 // openRegular opens rel and makes sure it is a regular file. O_NONBLOCK
@@ -258,20 +289,16 @@ func fileRead(_ context.Context, c *call) (tool.Outcome, error) {
 		Offset   int64  `json:"offset"`
 		MaxBytes int    `json:"max_bytes"`
 	}{MaxBytes: defaultReadBytes}
-	if err := c.decode(&a); err != nil {
-		return argError(err), nil
-	}
-	if a.MaxBytes <= 0 {
-		a.MaxBytes = defaultReadBytes
-	}
-	if a.Offset < 0 {
-		return fail("offset must not be negative"), nil
-	}
-	return withJail(c, func(j *jail) (tool.Outcome, error) {
-		rel, err := j.resolve(a.Path, true)
-		if err != nil {
-			return osFailure("read", a.Path, err), nil
+	check := func() error {
+		if a.MaxBytes <= 0 {
+			a.MaxBytes = defaultReadBytes
 		}
+		if a.Offset < 0 {
+			return errors.New("offset must not be negative")
+		}
+		return nil
+	}
+	return onPath(c, &a, &a.Path, pathOp{verb: "read", followLast: true}, check, func(j *jail, rel string) (tool.Outcome, error) {
 		f, fi, err := j.openRegular(rel, os.O_RDONLY)
 		if err != nil {
 			return osFailure("read", rel, err), nil
@@ -341,25 +368,21 @@ func fileList(_ context.Context, c *call) (tool.Outcome, error) {
 		Pattern   string `json:"pattern"`
 		Limit     int    `json:"limit"`
 	}{Path: ".", Limit: defaultListLimit}
-	if err := c.decode(&a); err != nil {
-		return argError(err), nil
-	}
-	if a.Path == "" {
-		a.Path = "."
-	}
-	if a.Limit <= 0 {
-		a.Limit = defaultListLimit
-	}
-	if a.Pattern != "" {
-		if _, err := path.Match(a.Pattern, ""); err != nil {
-			return fail("pattern %q is not a valid glob", a.Pattern), nil
+	check := func() error {
+		if a.Path == "" {
+			a.Path = "."
 		}
-	}
-	return withJail(c, func(j *jail) (tool.Outcome, error) {
-		rel, err := j.resolve(a.Path, true)
-		if err != nil {
-			return osFailure("list", a.Path, err), nil
+		if a.Limit <= 0 {
+			a.Limit = defaultListLimit
 		}
+		if a.Pattern != "" {
+			if _, err := path.Match(a.Pattern, ""); err != nil {
+				return fmt.Errorf("pattern %q is not a valid glob", a.Pattern)
+			}
+		}
+		return nil
+	}
+	return onPath(c, &a, &a.Path, pathOp{verb: "list", followLast: true}, check, func(j *jail, rel string) (tool.Outcome, error) {
 		fi, err := j.root.Stat(rel)
 		if err != nil {
 			return osFailure("list", rel, err), nil
@@ -438,14 +461,7 @@ func fileExists(_ context.Context, c *call) (tool.Outcome, error) {
 	var a struct {
 		Path string `json:"path"`
 	}
-	if err := c.decode(&a); err != nil {
-		return argError(err), nil
-	}
-	return withJail(c, func(j *jail) (tool.Outcome, error) {
-		rel, err := j.resolve(a.Path, false)
-		if err != nil {
-			return osFailure("check", a.Path, err), nil
-		}
+	return onPath(c, &a, &a.Path, pathOp{verb: "check"}, nil, func(j *jail, rel string) (tool.Outcome, error) {
 		fi, err := j.root.Lstat(rel)
 		if errors.Is(err, fs.ErrNotExist) {
 			return okJSON(map[string]any{"path": display(rel), "exists": false}), nil
@@ -483,41 +499,53 @@ func (j *jail) mkParents(rel string) error {
 	return j.root.MkdirAll(dir, 0o755)
 }
 
+// putFile creates the missing parent directories of rel, opens it as a
+// regular file with flag (os.O_WRONLY|os.O_CREATE, plus os.O_APPEND to
+// add at the end; without it the file is emptied first), writes content
+// and returns the file's size afterwards (-1 when it cannot be told). A
+// failure is the outcome the model reads, worded with verb, and done false.
+func (j *jail) putFile(rel, verb string, flag int, content string) (size int64, failure tool.Outcome, done bool) {
+	if err := j.mkParents(rel); err != nil {
+		return 0, osFailure("create the parent directories of", rel, err), false
+	}
+	f, _, err := j.openRegular(rel, flag)
+	if err != nil {
+		return 0, osFailure(verb, rel, err), false
+	}
+	if flag&os.O_APPEND == 0 {
+		err = f.Truncate(0)
+	}
+	if err == nil {
+		_, err = io.WriteString(f, content)
+	}
+	size = -1
+	if err == nil {
+		if fi, serr := f.Stat(); serr == nil {
+			size = fi.Size()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, osFailure(verb, rel, err), false
+	}
+	return size, tool.Outcome{}, true
+}
+
 func fileWrite(_ context.Context, c *call) (tool.Outcome, error) {
 	var a struct {
 		Path    string `json:"path"`
 		Content string `json:"content"`
 	}
-	if err := c.decode(&a); err != nil {
-		return argError(err), nil
-	}
-	return withJail(c, func(j *jail) (tool.Outcome, error) {
-		rel, err := j.prepareWrite(a.Path, true)
-		if err != nil {
-			return osFailure("write", a.Path, err), nil
-		}
+	return onPath(c, &a, &a.Path, pathOp{verb: "write", modify: true, followLast: true}, nil, func(j *jail, rel string) (tool.Outcome, error) {
 		_, statErr := j.root.Lstat(rel)
-		existed := statErr == nil
-		if err := j.mkParents(rel); err != nil {
-			return osFailure("create the parent directories of", rel, err), nil
-		}
-		f, _, err := j.openRegular(rel, os.O_WRONLY|os.O_CREATE)
-		if err != nil {
-			return osFailure("write", rel, err), nil
-		}
-		err = f.Truncate(0)
-		if err == nil {
-			_, err = io.WriteString(f, a.Content)
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return osFailure("write", rel, err), nil
-		}
 		verb := "created"
-		if existed {
+		if statErr == nil {
 			verb = "overwrote"
+		}
+		if _, failure, done := j.putFile(rel, "write", os.O_WRONLY|os.O_CREATE, a.Content); !done {
+			return failure, nil
 		}
 		return ok(fmt.Sprintf("%s %s (%d bytes)", verb, display(rel), len(a.Content))), nil
 	})
@@ -528,33 +556,10 @@ func fileAppend(_ context.Context, c *call) (tool.Outcome, error) {
 		Path    string `json:"path"`
 		Content string `json:"content"`
 	}
-	if err := c.decode(&a); err != nil {
-		return argError(err), nil
-	}
-	return withJail(c, func(j *jail) (tool.Outcome, error) {
-		rel, err := j.prepareWrite(a.Path, true)
-		if err != nil {
-			return osFailure("append to", a.Path, err), nil
-		}
-		if err := j.mkParents(rel); err != nil {
-			return osFailure("create the parent directories of", rel, err), nil
-		}
-		f, _, err := j.openRegular(rel, os.O_WRONLY|os.O_CREATE|os.O_APPEND)
-		if err != nil {
-			return osFailure("append to", rel, err), nil
-		}
-		_, err = io.WriteString(f, a.Content)
-		var size int64 = -1
-		if err == nil {
-			if fi, serr := f.Stat(); serr == nil {
-				size = fi.Size()
-			}
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return osFailure("append to", rel, err), nil
+	return onPath(c, &a, &a.Path, pathOp{verb: "append to", modify: true, followLast: true}, nil, func(j *jail, rel string) (tool.Outcome, error) {
+		size, failure, done := j.putFile(rel, "append to", os.O_WRONLY|os.O_CREATE|os.O_APPEND, a.Content)
+		if !done {
+			return failure, nil
 		}
 		return ok(fmt.Sprintf("appended %d bytes to %s (now %d bytes)", len(a.Content), display(rel), size)), nil
 	})
@@ -567,17 +572,13 @@ func fileEdit(_ context.Context, c *call) (tool.Outcome, error) {
 		NewText    string `json:"new_text"`
 		ReplaceAll bool   `json:"replace_all"`
 	}
-	if err := c.decode(&a); err != nil {
-		return argError(err), nil
-	}
-	if a.OldText == "" {
-		return fail("old_text must not be empty"), nil
-	}
-	return withJail(c, func(j *jail) (tool.Outcome, error) {
-		rel, err := j.prepareWrite(a.Path, true)
-		if err != nil {
-			return osFailure("edit", a.Path, err), nil
+	check := func() error {
+		if a.OldText == "" {
+			return errors.New("old_text must not be empty")
 		}
+		return nil
+	}
+	return onPath(c, &a, &a.Path, pathOp{verb: "edit", modify: true, followLast: true}, check, func(j *jail, rel string) (tool.Outcome, error) {
 		f, fi, err := j.openRegular(rel, os.O_RDWR)
 		if err != nil {
 			return osFailure("edit", rel, err), nil
@@ -619,15 +620,8 @@ func fileDelete(_ context.Context, c *call) (tool.Outcome, error) {
 		Path      string `json:"path"`
 		Recursive bool   `json:"recursive"`
 	}
-	if err := c.decode(&a); err != nil {
-		return argError(err), nil
-	}
-	return withJail(c, func(j *jail) (tool.Outcome, error) {
-		// A link is deleted itself, so its target does not matter.
-		rel, err := j.prepareWrite(a.Path, false)
-		if err != nil {
-			return osFailure("delete", a.Path, err), nil
-		}
+	// A link is deleted itself, so its target does not matter.
+	return onPath(c, &a, &a.Path, pathOp{verb: "delete", modify: true}, nil, func(j *jail, rel string) (tool.Outcome, error) {
 		fi, err := j.root.Lstat(rel)
 		if err != nil {
 			return osFailure("delete", rel, err), nil

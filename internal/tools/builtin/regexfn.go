@@ -63,28 +63,37 @@ func describeMatch(re *regexp.Regexp, text string, loc []int) regexMatch {
 	return m
 }
 
+// onRegex is the shape the regex tools share: decode the arguments into a,
+// compile *pattern with *flags (a bad one is an ordinary tool error the
+// model reads), then act with the expression.
+func onRegex(c *call, a any, pattern, flags *string, act func(re *regexp.Regexp) tool.Outcome) (tool.Outcome, error) {
+	if err := c.decode(a); err != nil {
+		return argError(err), nil
+	}
+	re, err := compileRegex(*pattern, *flags)
+	if err != nil {
+		return fail("%v", err), nil
+	}
+	return act(re), nil
+}
+
 func regexMatchTool(_ context.Context, c *call) (tool.Outcome, error) {
 	var a struct {
 		Pattern string `json:"pattern"`
 		Text    string `json:"text"`
 		Flags   string `json:"flags"`
 	}
-	if err := c.decode(&a); err != nil {
-		return argError(err), nil
-	}
-	re, err := compileRegex(a.Pattern, a.Flags)
-	if err != nil {
-		return fail("%v", err), nil
-	}
-	loc := re.FindStringSubmatchIndex(a.Text)
-	if loc == nil {
-		return okJSON(map[string]any{"matched": false}), nil
-	}
-	m := describeMatch(re, a.Text, loc)
-	return okJSON(struct {
-		Matched bool `json:"matched"`
-		regexMatch
-	}{true, m}), nil
+	return onRegex(c, &a, &a.Pattern, &a.Flags, func(re *regexp.Regexp) tool.Outcome {
+		loc := re.FindStringSubmatchIndex(a.Text)
+		if loc == nil {
+			return okJSON(map[string]any{"matched": false})
+		}
+		m := describeMatch(re, a.Text, loc)
+		return okJSON(struct {
+			Matched bool `json:"matched"`
+			regexMatch
+		}{true, m})
+	})
 }
 
 func regexFindAll(_ context.Context, c *call) (tool.Outcome, error) {
@@ -94,26 +103,21 @@ func regexFindAll(_ context.Context, c *call) (tool.Outcome, error) {
 		Flags   string `json:"flags"`
 		Limit   int    `json:"limit"`
 	}{Limit: defaultFindLimit}
-	if err := c.decode(&a); err != nil {
-		return argError(err), nil
-	}
-	if a.Limit <= 0 {
-		a.Limit = defaultFindLimit
-	}
-	re, err := compileRegex(a.Pattern, a.Flags)
-	if err != nil {
-		return fail("%v", err), nil
-	}
-	locs := re.FindAllStringSubmatchIndex(a.Text, a.Limit+1)
-	truncated := len(locs) > a.Limit
-	if truncated {
-		locs = locs[:a.Limit]
-	}
-	matches := make([]regexMatch, 0, len(locs))
-	for _, loc := range locs {
-		matches = append(matches, describeMatch(re, a.Text, loc))
-	}
-	return okJSON(map[string]any{"count": len(matches), "matches": matches, "truncated": truncated}), nil
+	return onRegex(c, &a, &a.Pattern, &a.Flags, func(re *regexp.Regexp) tool.Outcome {
+		if a.Limit <= 0 {
+			a.Limit = defaultFindLimit
+		}
+		locs := re.FindAllStringSubmatchIndex(a.Text, a.Limit+1)
+		truncated := len(locs) > a.Limit
+		if truncated {
+			locs = locs[:a.Limit]
+		}
+		matches := make([]regexMatch, 0, len(locs))
+		for _, loc := range locs {
+			matches = append(matches, describeMatch(re, a.Text, loc))
+		}
+		return okJSON(map[string]any{"count": len(matches), "matches": matches, "truncated": truncated})
+	})
 }
 
 // pythonGroupRef is \1 … \99 in a replacement, written by models used to
@@ -128,16 +132,11 @@ func regexReplace(_ context.Context, c *call) (tool.Outcome, error) {
 		Flags       string `json:"flags"`
 		Literal     bool   `json:"literal"`
 	}
-	if err := c.decode(&a); err != nil {
-		return argError(err), nil
-	}
-	re, err := compileRegex(a.Pattern, a.Flags)
-	if err != nil {
-		return fail("%v", err), nil
-	}
-	if a.Literal {
-		return ok(re.ReplaceAllLiteralString(a.Text, a.Replacement)), nil
-	}
-	repl := pythonGroupRef().ReplaceAllString(a.Replacement, "$${$1}")
-	return ok(re.ReplaceAllString(a.Text, repl)), nil
+	return onRegex(c, &a, &a.Pattern, &a.Flags, func(re *regexp.Regexp) tool.Outcome {
+		if a.Literal {
+			return ok(re.ReplaceAllLiteralString(a.Text, a.Replacement))
+		}
+		repl := pythonGroupRef().ReplaceAllString(a.Replacement, "$${$1}")
+		return ok(re.ReplaceAllString(a.Text, repl))
+	})
 }

@@ -141,27 +141,41 @@ func isNumeric(s string) bool {
 	return true
 }
 
+// inZone is the shape the time tools with a timezone argument share:
+// decode the arguments into a, load the zone *tz names, then act in it. An
+// error of either, or one act returns, is an ordinary tool error the model
+// reads.
+func inZone(c *call, a any, tz *string, act func(loc *time.Location) (tool.Outcome, error)) (tool.Outcome, error) {
+	if err := c.decode(a); err != nil {
+		return argError(err), nil
+	}
+	loc, err := loadZone(*tz)
+	if err != nil {
+		return fail("%v", err), nil
+	}
+	out, err := act(loc)
+	if err != nil {
+		return fail("%v", err), nil
+	}
+	return out, nil
+}
+
 func timeNow(_ context.Context, c *call) (tool.Outcome, error) {
 	a := struct {
 		Timezone string `json:"timezone"`
 		Format   string `json:"format"`
 	}{Timezone: "UTC", Format: "rfc3339"}
-	if err := c.decode(&a); err != nil {
-		return argError(err), nil
-	}
-	if a.Format == "" {
-		a.Format = "rfc3339"
-	}
-	loc, err := loadZone(a.Timezone)
-	if err != nil {
-		return fail("%v", err), nil
-	}
-	t := c.opts.Now().In(loc)
-	s, err := formatTime(t, a.Format)
-	if err != nil {
-		return fail("%v", err), nil
-	}
-	return okJSON(map[string]any{"time": s, "unix": t.Unix(), "timezone": loc.String(), "weekday": t.Weekday().String()}), nil
+	return inZone(c, &a, &a.Timezone, func(loc *time.Location) (tool.Outcome, error) {
+		if a.Format == "" {
+			a.Format = "rfc3339"
+		}
+		t := c.opts.Now().In(loc)
+		s, err := formatTime(t, a.Format)
+		if err != nil {
+			return tool.Outcome{}, err
+		}
+		return okJSON(map[string]any{"time": s, "unix": t.Unix(), "timezone": loc.String(), "weekday": t.Weekday().String()}), nil
+	})
 }
 
 func timeFormat(_ context.Context, c *call) (tool.Outcome, error) {
@@ -170,25 +184,20 @@ func timeFormat(_ context.Context, c *call) (tool.Outcome, error) {
 		Format   string `json:"format"`
 		Timezone string `json:"timezone"`
 	}
-	if err := c.decode(&a); err != nil {
-		return argError(err), nil
-	}
-	loc, err := loadZone(a.Timezone)
-	if err != nil {
-		return fail("%v", err), nil
-	}
-	t, err := parseTimeInput(a.Time, loc)
-	if err != nil {
-		return fail("%v", err), nil
-	}
-	if a.Timezone != "" {
-		t = t.In(loc)
-	}
-	s, err := formatTime(t, a.Format)
-	if err != nil {
-		return fail("%v", err), nil
-	}
-	return ok(s), nil
+	return inZone(c, &a, &a.Timezone, func(loc *time.Location) (tool.Outcome, error) {
+		t, err := parseTimeInput(a.Time, loc)
+		if err != nil {
+			return tool.Outcome{}, err
+		}
+		if a.Timezone != "" {
+			t = t.In(loc)
+		}
+		s, err := formatTime(t, a.Format)
+		if err != nil {
+			return tool.Outcome{}, err
+		}
+		return ok(s), nil
+	})
 }
 
 func timeParse(_ context.Context, c *call) (tool.Outcome, error) {
@@ -197,42 +206,46 @@ func timeParse(_ context.Context, c *call) (tool.Outcome, error) {
 		Format   string `json:"format"`
 		Timezone string `json:"timezone"`
 	}
-	if err := c.decode(&a); err != nil {
-		return argError(err), nil
-	}
-	loc, err := loadZone(a.Timezone)
-	if err != nil {
-		return fail("%v", err), nil
-	}
+	return inZone(c, &a, &a.Timezone, func(loc *time.Location) (tool.Outcome, error) {
+		t, err := parseIn(a.Text, a.Format, loc)
+		if err != nil {
+			return tool.Outcome{}, err
+		}
+		return okJSON(map[string]any{"time": t.Format(time.RFC3339Nano), "unix": t.Unix(), "weekday": t.Weekday().String()}), nil
+	})
+}
+
+// parseIn reads text as a time in format: empty for any form
+// parseTimeInput accepts, unix or unix_ms, a named layout, or strptime
+// directives.
+func parseIn(text, format string, loc *time.Location) (time.Time, error) {
 	var t time.Time
-	f := strings.ToLower(strings.TrimSpace(a.Format))
+	var err error
+	f := strings.ToLower(strings.TrimSpace(format))
 	switch {
 	case f == "":
-		t, err = parseTimeInput(a.Text, loc)
+		t, err = parseTimeInput(text, loc)
 	case f == "unix" || f == "unix_ms":
 		var n int64
-		n, err = strconv.ParseInt(strings.TrimSpace(a.Text), 10, 64)
+		n, err = strconv.ParseInt(strings.TrimSpace(text), 10, 64)
 		if err != nil {
-			err = fmt.Errorf("%q is not an integer", a.Text)
+			err = fmt.Errorf("%q is not an integer", text)
 		} else if f == "unix" {
 			t = time.Unix(n, 0).In(loc)
 		} else {
 			t = time.UnixMilli(n).In(loc)
 		}
 	case namedLayouts[f] != "":
-		t, err = time.ParseInLocation(namedLayouts[f], strings.TrimSpace(a.Text), loc)
+		t, err = time.ParseInLocation(namedLayouts[f], strings.TrimSpace(text), loc)
 		if err != nil {
-			err = fmt.Errorf("%q does not match format %s", a.Text, f)
+			err = fmt.Errorf("%q does not match format %s", text, f)
 		}
-	case strings.Contains(a.Format, "%"):
-		t, err = strptime(a.Text, a.Format, loc)
+	case strings.Contains(format, "%"):
+		t, err = strptime(text, format, loc)
 	default:
-		err = fmt.Errorf("unknown format %q; %s", a.Format, formatHelp)
+		err = fmt.Errorf("unknown format %q; %s", format, formatHelp)
 	}
-	if err != nil {
-		return fail("%v", err), nil
-	}
-	return okJSON(map[string]any{"time": t.Format(time.RFC3339Nano), "unix": t.Unix(), "weekday": t.Weekday().String()}), nil
+	return t, err
 }
 
 func timeAdd(_ context.Context, c *call) (tool.Outcome, error) {

@@ -182,13 +182,7 @@ func TestCallArguments(t *testing.T) {
 	}
 }
 
-func TestTailBufferAndLastLines(t *testing.T) {
-	tb := &tailBuffer{max: 8}
-	_, _ = tb.Write([]byte("0123456789"))
-	_, _ = tb.Write([]byte("ab\n"))
-	if got := tb.String(); got != "56789ab" {
-		t.Errorf("tail = %q", got)
-	}
+func TestLastLines(t *testing.T) {
 	if got := lastLines("a\nb\n c \nd\n", 2); got != "c | d" {
 		t.Errorf("lastLines = %q", got)
 	}

@@ -1,17 +1,18 @@
 package mcptool
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/nexa-run/nexa/internal/proctree"
+	"github.com/nexa-run/nexa/internal/tailbuf"
 	"github.com/nexa-run/nexa/internal/toolenv"
 )
 
@@ -23,7 +24,7 @@ type child struct {
 	stdin  *os.File // our write end of the child's stdin
 	stdout *os.File // our read end of the child's stdout
 	stderr *os.File // our read end of the child's stderr
-	tail   *tailBuffer
+	tail   *tailbuf.Buffer
 
 	// mu is held while the leader is reaped and while the group is
 	// signalled, so a signal never reaches a recycled process group.
@@ -87,7 +88,7 @@ func startChild(spec Spec, opts Options) (*child, error) {
 		stdin:      inW,
 		stdout:     outR,
 		stderr:     errR,
-		tail:       &tailBuffer{max: 4096},
+		tail:       tailbuf.New(4096),
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
 	}
@@ -176,7 +177,7 @@ func (c *child) stderrTail() string {
 		// Let the copier catch up with what a dead process wrote.
 		waitFor(c.stderrDone, 200*time.Millisecond)
 	}
-	return c.tail.String()
+	return strings.TrimSpace(c.tail.String())
 }
 
 func closeAll(fs ...*os.File) {
@@ -226,7 +227,7 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 // failing log never stops the copy: an undrained stderr pipe would block
 // the server.
 type stderrSink struct {
-	tail *tailBuffer
+	tail *tailbuf.Buffer
 	log  io.Writer
 }
 
@@ -237,31 +238,6 @@ func (s *stderrSink) Write(p []byte) (int, error) {
 		_, _ = s.log.Write(p)
 	}
 	return len(p), nil
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-// Write keeps the tail of p; it never fails, so stderr is always drained.
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-// String returns the kept tail without surrounding blank space.
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(bytes.TrimSpace(t.buf))
 }
 
 // lockedWriter serialises writes of several servers to one log.

@@ -16,13 +16,13 @@ import (
 	"regexp"
 	goruntime "runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/proctree"
 	"github.com/nexa-run/nexa/internal/sandbox"
+	"github.com/nexa-run/nexa/internal/tailbuf"
 )
 
 // bootstrap is the fixed Python program every call runs (see doc.go).
@@ -559,7 +559,7 @@ func (e *Executor) callTimer(inv tool.Invocation) (<-chan time.Time, func()) {
 // callReader reads one call's pipes: result and tooLarge are set once
 // resDone is closed, and the tail once logDone is.
 type callReader struct {
-	tail             *tailBuffer
+	tail             *tailbuf.Buffer
 	logDone, resDone chan struct{}
 	result           []byte
 	tooLarge         bool
@@ -568,7 +568,7 @@ type callReader struct {
 // readCall copies the tool's output from logR to logW, keeping a tail for
 // diagnostics, and reads the result channel resR to EOF.
 func readCall(logR, resR *os.File, logW io.Writer) *callReader {
-	rd := &callReader{tail: &tailBuffer{max: tailSize}, logDone: make(chan struct{}), resDone: make(chan struct{})}
+	rd := &callReader{tail: tailbuf.New(tailSize), logDone: make(chan struct{}), resDone: make(chan struct{})}
 	go func() {
 		defer close(rd.logDone)
 		_, _ = io.Copy(io.MultiWriter(lenientWriter{w: logW}, rd.tail), logR)
@@ -587,7 +587,7 @@ func readCall(logR, resR *os.File, logW io.Writer) *callReader {
 // outside the group still held it, which only user code can arrange, and
 // what the reader had not read yet (the start record among it) was lost
 // when the channel was closed; such a call is never "not started".
-func callOutcome(name string, result []byte, tooLarge, sandboxed, resHeld bool, reason string, tail *tailBuffer) (tool.Outcome, error) {
+func callOutcome(name string, result []byte, tooLarge, sandboxed, resHeld bool, reason string, tail *tailbuf.Buffer) (tool.Outcome, error) {
 	started, final := parseRecords(result)
 	switch {
 	case tooLarge:
@@ -605,7 +605,7 @@ func callOutcome(name string, result []byte, tooLarge, sandboxed, resHeld bool, 
 		return tool.Outcome{}, fmt.Errorf("python tool %s: %s; its result channel was still held open by a process that outlived it: %w", name, reason, tool.ErrUnknownOutcome)
 	}
 	if !started {
-		return tool.Outcome{}, &StartError{Tool: name, Reason: reason + tail.explain()}
+		return tool.Outcome{}, &StartError{Tool: name, Reason: reason + explainOutput(tail)}
 	}
 	return tool.Outcome{}, fmt.Errorf("python tool %s: %s: %w", name, reason, tool.ErrUnknownOutcome)
 }
@@ -770,30 +770,11 @@ func (l lenientWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-// explain renders the last lines of output, to say why the interpreter
-// could not start (for example a broken NEXA_PYTHON). Nothing of the tool
-// ran at that point, so the output cannot hold tool data.
-func (t *tailBuffer) explain() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.TrimSpace(strings.ToValidUTF8(string(t.buf), "\uFFFD"))
+// explainOutput renders the last lines of an interpreter's output, to say
+// why it could not start (for example a broken NEXA_PYTHON). Nothing of the
+// tool ran at that point, so the output cannot hold tool data.
+func explainOutput(t *tailbuf.Buffer) string {
+	s := strings.TrimSpace(strings.ToValidUTF8(t.String(), "\uFFFD"))
 	if s == "" {
 		return ""
 	}

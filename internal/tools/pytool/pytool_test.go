@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nexa-run/nexa/internal/ir"
+	"github.com/nexa-run/nexa/internal/tailbuf"
 )
 
 // requirePython skips the test when no python3 is installed: every test here
@@ -1028,15 +1029,15 @@ func BenchmarkForkFloor(b *testing.B) {
 // closed: the call must be unknown, never "not started", or the runtime
 // could run it again.
 func TestHeldResultChannelIsNeverNotStarted(t *testing.T) {
-	_, err := callOutcome("held", nil, false, false, true, "killed", &tailBuffer{max: tailSize})
+	_, err := callOutcome("held", nil, false, false, true, "killed", tailbuf.New(tailSize))
 	if !errors.Is(err, tool.ErrUnknownOutcome) || errors.Is(err, ErrNotStarted) || errors.Is(err, tool.ErrNotExecuted) {
 		t.Fatalf("held channel, no records: err = %v, want unknown outcome", err)
 	}
-	_, err = callOutcome("closed", nil, false, false, false, "killed", &tailBuffer{max: tailSize})
+	_, err = callOutcome("closed", nil, false, false, false, "killed", tailbuf.New(tailSize))
 	if !errors.Is(err, ErrNotStarted) {
 		t.Fatalf("closed channel, no records: err = %v, want not started", err)
 	}
-	out, err := callOutcome("held-ok", []byte(`{"event":"start"}`+"\n"+`{"ok":true,"output":"done"}`+"\n"), false, false, true, "", &tailBuffer{max: tailSize})
+	out, err := callOutcome("held-ok", []byte(`{"event":"start"}`+"\n"+`{"ok":true,"output":"done"}`+"\n"), false, false, true, "", tailbuf.New(tailSize))
 	if err != nil || !out.Success || out.Output != "done" {
 		t.Fatalf("held channel with a complete result: out %+v, err %v, want the result", out, err)
 	}

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nexa-run/nexa/internal/proctree"
+	"github.com/nexa-run/nexa/internal/tailbuf"
 )
 
 // The warm path (see doc.go, "Warm interpreters"): unsandboxed calls are
@@ -273,8 +274,8 @@ type zygote struct {
 	pid    int         // the zygote's pid, also its process group
 	proc   *os.Process // to signal it safely
 	conn   *net.UnixConn
-	out    *tailBuffer   // the zygote's own output, for diagnostics
-	exited chan struct{} // closed once the process has been reaped
+	out    *tailbuf.Buffer // the zygote's own output, for diagnostics
+	exited chan struct{}   // closed once the process has been reaped
 
 	mu        sync.Mutex
 	requested int               // fork requests not answered yet
@@ -417,7 +418,7 @@ func startZygote(python, program, dir string, env []string, bound time.Duration)
 		return nil, fmt.Errorf("control connection: %w", err)
 	}
 	z := &zygote{
-		pid: cmd.Process.Pid, proc: cmd.Process, conn: conn, out: &tailBuffer{max: tailSize},
+		pid: cmd.Process.Pid, proc: cmd.Process, conn: conn, out: tailbuf.New(tailSize),
 		exited: make(chan struct{}), procs: map[int]*spare{}, dead: make(chan struct{}),
 	}
 	outDone := make(chan struct{})
@@ -451,7 +452,7 @@ func startZygote(python, program, dir string, env []string, bound time.Duration)
 		z.kill()
 		z.waitExited()
 		waitFor(outDone, time.Second)
-		return nil, fmt.Errorf("zygote did not start: %v%s", err, z.out.explain())
+		return nil, fmt.Errorf("zygote did not start: %v%s", err, explainOutput(z.out))
 	}
 	go z.readLoop()
 	// The first call finds a child already forked.
@@ -529,13 +530,13 @@ func (z *zygote) readLoop() {
 			if !errors.Is(err, io.EOF) {
 				why = "its control connection failed: " + err.Error()
 			}
-			z.stopWith("the warm interpreter stopped (" + why + ")" + z.out.explain())
+			z.stopWith("the warm interpreter stopped (" + why + ")" + explainOutput(z.out))
 			return
 		}
 		fds := receivedFDs(oob[:oobn])
 		if n == 0 {
 			closeFDs(fds)
-			z.stopWith("the warm interpreter stopped (its control connection closed)" + z.out.explain())
+			z.stopWith("the warm interpreter stopped (its control connection closed)" + explainOutput(z.out))
 			return
 		}
 		var m zmsg
