@@ -36,7 +36,6 @@ FUZZTIME ?= 10s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/lang
 	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) ./internal/compile
-	$(GO) test -run '^$$' -fuzz '^FuzzQuickMessage$$' -fuzztime $(FUZZTIME) ./internal/store/runrow
 
 # gofmt, vet, staticcheck (pinned in go.mod as a tool) and a tidy module.
 lint:

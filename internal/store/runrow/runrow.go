@@ -84,11 +84,6 @@ func (h Header) Decode(st *state.RunState) error {
 // damaged row in the same words.
 func Message(seq int, body []byte) (state.Message, error) {
 	var m state.Message
-	if quickMessage(body, &m) {
-		m.Seq = seq
-		return m, nil
-	}
-	m = state.Message{}
 	if err := jsonv2.Unmarshal(body, &m); err != nil {
 		return m, fmt.Errorf("decode message %d: %w", seq, err)
 	}
