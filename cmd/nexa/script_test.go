@@ -44,6 +44,8 @@ func TestScripts(t *testing.T) {
 				return pgCondition()
 			case "chromium":
 				return chromiumCondition()
+			case "testknobs":
+				return testKnobsCondition()
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

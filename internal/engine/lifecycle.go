@@ -72,23 +72,25 @@ func release(s state.Store, id string, l *state.Lease) {
 	_ = s.Release(ctx, id, l)
 }
 
-// keepLease renews l every LeaseTTL/3 until stop is called, so a run stays
-// held through a long tool call or provider request. A renewal that finds
-// the lease lost stops renewing: the executor's next save is then refused
-// by the store (fencing), which is what ends the drive.
-func keepLease(s state.Store, id string, l *state.Lease) (stop func()) {
+// keepLease renews l every LeaseTTL/3 (on the ticks of Config.LeaseTicker)
+// until stop is called, so a run stays held through a long tool call or
+// provider request. A renewal that finds the lease lost stops renewing:
+// the executor's next save is then refused by the store (fencing), which
+// is what ends the drive.
+func (r *Runner) keepLease(id string, l *state.Lease) (stop func()) {
+	s := r.store
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	lc := *l // the driver reads l while this goroutine renews its copy
+	ticks, stopTicks := r.leaseTick(lc.TTL / 3)
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(lc.TTL / 3)
-		defer t.Stop()
+		defer stopTicks()
 		for {
 			select {
 			case <-done:
 				return
-			case <-t.C:
+			case <-ticks:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), lc.TTL/3)
 			err := s.Renew(ctx, id, &lc)
@@ -102,6 +104,12 @@ func keepLease(s state.Store, id string, l *state.Lease) (stop func()) {
 		close(done)
 		<-finished
 	}
+}
+
+// wallTicker is the default Config.LeaseTicker: a time.Ticker.
+func wallTicker(period time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(period)
+	return t.C, t.Stop
 }
 
 // storeError turns an error of a store write into the runtime's error. A
@@ -260,7 +268,7 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 			return run, storeError(run.ID, err)
 		}
 	}
-	stop := keepLease(r.store, run.ID, l)
+	stop := r.keepLease(run.ID, l)
 	defer stop()
 	return r.continueRun(ctx, run, crashed)
 }

@@ -178,18 +178,62 @@ func (b blockingExec) Execute(_ context.Context, inv tool.Invocation) (tool.Outc
 	return tool.Outcome{Output: "done", Success: true}, nil
 }
 
+// renewWatch is a store that reports each lease renewal it made (the new
+// expiry) on renewed, so a test can wait for one instead of polling. It
+// never blocks a renewal: a report that finds the channel full is dropped.
+type renewWatch struct {
+	state.Store
+	renewed chan<- time.Time
+}
+
+func (w renewWatch) Renew(ctx context.Context, id string, l *state.Lease) error {
+	err := w.Store.Renew(ctx, id, l)
+	if err == nil {
+		select {
+		case w.renewed <- l.Expires:
+		default:
+		}
+	}
+	return err
+}
+
+// testClock is a clock that moves only when the test advances it.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// hangBound only guards against a hang: no outcome depends on it.
+const hangBound = time.Minute
+
 // TestLeaseRenewedDuringLongTool: while a tool runs far longer than the
-// lease lasts, the executor keeps renewing it (the stored expiry moves on),
-// so the run stays held and the result is saved; afterwards it is free.
+// lease lasts, the executor keeps renewing it every third of the lease
+// (the stored expiry moves on with the clock), so the run stays held and
+// the result is saved; afterwards the run is free and the renewals have
+// stopped. The store's and the runner's clock is the test's, and the
+// renewals come on the test's ticks: nothing waits for the wall clock.
 func TestLeaseRenewedDuringLongTool(t *testing.T) {
 	ctx := context.Background()
+	clock := &testClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
 	path := t.TempDir() + "/runs.sqlite3"
-	s, err := sqlite.Open(ctx, path)
+	s, err := sqlite.Open(ctx, path, sqlite.WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	watcher, err := sqlite.Open(ctx, path)
+	watcher, err := sqlite.Open(ctx, path, sqlite.WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,21 +246,65 @@ func TestLeaseRenewedDuringLongTool(t *testing.T) {
 		Agents: []*ir.Agent{{Name: "A", Prompt: "p", Tools: []string{"echo"}, Retry: -1}},
 	}
 	const id = "run_LONG"
-	var expiries []time.Time
-	// The tool returns once the watcher has seen the lease renewed three
-	// times (polling the store, capped at a minute).
+	const ttl = engine.LeaseTTL // the executors' own lease: the test need not shorten it
+
+	ticks := make(chan time.Time)
+	renewed := make(chan time.Time, 8)
+	var (
+		period      time.Duration
+		tickerMade  int
+		tickerEnded int
+	)
+	ticker := func(p time.Duration) (<-chan time.Time, func()) {
+		period = p
+		tickerMade++
+		return ticks, func() { tickerEnded++ }
+	}
+
+	// The tool runs for four thirds of the lease on the test's clock: at
+	// each third the renewal ticker fires and the test waits for the
+	// renewal, which must move the stored expiry a third further on.
 	decl := blockingExec{release: func() {
-		cap := time.Now().Add(time.Minute)
-		for len(expiries) < 4 && time.Now().Before(cap) {
-			st, err := watcher.Load(ctx, id)
-			if err == nil && st.Holder != nil && (len(expiries) == 0 || st.Holder.Expires.After(expiries[len(expiries)-1])) {
-				expiries = append(expiries, st.Holder.Expires)
+		st, err := watcher.Load(ctx, id)
+		if err != nil || st.Holder == nil {
+			t.Errorf("while the tool runs: %v, holder %+v", err, st.Holder)
+			return
+		}
+		first := st.Holder.Expires
+		if want := clock.Now().Add(ttl); !first.Equal(want) {
+			t.Errorf("the run's first lease expires at %s, want %s", first, want)
+		}
+		for i := 1; i <= 4; i++ {
+			clock.Advance(ttl / 3)
+			select {
+			case ticks <- clock.Now():
+			case <-time.After(hangBound):
+				t.Errorf("tick %d: nobody renews the lease", i)
+				return
 			}
-			time.Sleep(5 * time.Millisecond)
+			var got time.Time
+			select {
+			case got = <-renewed:
+			case <-time.After(hangBound):
+				t.Errorf("tick %d: no renewal", i)
+				return
+			}
+			if want := clock.Now().Add(ttl); !got.Equal(want) {
+				t.Errorf("renewal %d: expiry %s, want %s (a lease from now)", i, got, want)
+			}
+			st, err := watcher.Load(ctx, id)
+			if err != nil || st.Holder == nil || !st.Holder.Expires.Equal(got) {
+				t.Errorf("after renewal %d: %v, holder %+v, want it held until %s", i, err, st.Holder, got)
+			}
+		}
+		// The first lease has run out; the run is held all the same.
+		if now := clock.Now(); !now.After(first) {
+			t.Errorf("the tool ran until %s, not past the first expiry %s", now, first)
 		}
 	}}
-	r, err := engine.NewRunner(engine.Config{Program: prog, Agent: prog.Agents[0], Store: s, Provider: loopProvider{rounds: 1},
-		Executors: map[ir.BodyKind]tool.Executor{ir.BodyNative: decl}, LeaseTTL: 60 * time.Millisecond})
+	r, err := engine.NewRunner(engine.Config{Program: prog, Agent: prog.Agents[0],
+		Store: renewWatch{Store: s, renewed: renewed}, Provider: loopProvider{rounds: 1}, Now: clock.Now,
+		Executors: map[ir.BodyKind]tool.Executor{ir.BodyNative: decl}, LeaseTicker: ticker})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,8 +312,8 @@ func TestLeaseRenewedDuringLongTool(t *testing.T) {
 	if err != nil || st.Status != state.StatusCompleted {
 		t.Fatalf("run: %v %v", err, st.Status)
 	}
-	if len(expiries) < 4 {
-		t.Fatalf("the lease's expiry moved %d times during the decl call, want 3", len(expiries)-1)
+	if period != ttl/3 || tickerMade != 1 || tickerEnded != 1 {
+		t.Errorf("renewal ticker: period %v (want %v), made %d and stopped %d times (want once each)", period, ttl/3, tickerMade, tickerEnded)
 	}
 	got, err := watcher.Load(ctx, id)
 	if err != nil || got.Holder != nil || got.Journal[0].Result != "done" {

@@ -37,6 +37,7 @@ type Runner struct {
 	mcpServers []state.MCPServer
 	owner      string
 	leaseTTL   time.Duration
+	leaseTick  func(period time.Duration) (<-chan time.Time, func())
 	exposed    map[string]*ir.Tool
 	schemas    *schemaSet
 	rules      Rules
@@ -89,6 +90,11 @@ type Config struct {
 	// every LeaseTTL/3); the package's LeaseTTL when zero. Tests shorten
 	// it.
 	LeaseTTL time.Duration
+	// LeaseTicker paces the renewals of a driven run's lease: a channel
+	// that delivers a tick every period, and a function that stops it.
+	// Nil means a time.Ticker; tests pass their own to renew on demand
+	// instead of waiting for the wall clock.
+	LeaseTicker func(period time.Duration) (ticks <-chan time.Time, stop func())
 	// Rules are the policy rules of --policy; nil when none was named.
 	Rules Rules
 }
@@ -131,10 +137,14 @@ func newRunner(cfg Config) (*Runner, error) {
 		exposed:   map[string]*ir.Tool{},
 		owner:     cfg.Owner,
 		leaseTTL:  cfg.LeaseTTL,
+		leaseTick: cfg.LeaseTicker,
 		rules:     cfg.Rules,
 	}
 	if r.leaseTTL <= 0 {
 		r.leaseTTL = LeaseTTL
+	}
+	if r.leaseTick == nil {
+		r.leaseTick = wallTicker
 	}
 	if r.owner == "" {
 		r.owner = NewLeaseOwner()
@@ -263,7 +273,7 @@ func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) 
 		return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
 	}
 	defer release(r.store, st.ID, st.Lease)
-	stop := keepLease(r.store, st.ID, st.Lease)
+	stop := r.keepLease(st.ID, st.Lease)
 	defer stop()
 	r.observe(Event{Kind: EventRunStarted, RunID: st.ID})
 	return r.drive(ctx, st, false)

@@ -1,63 +1,11 @@
-// Package failpoint lets crash tests stop the process at a named point of
-// the journal protocol. It does nothing unless the test-only environment
-// variable NEXA_TEST_FAILPOINT names the point, so production runs pay one
-// string comparison per point.
+//go:build !nexatest
+
 package failpoint
 
-import (
-	"os"
-	"strings"
-	"syscall"
-)
+// Enabled is false: this build has no failpoints, so tests that need one
+// skip (the crash stories check it through their [testknobs] condition).
+const Enabled = false
 
-// envVar names the failpoints to trigger, comma-separated. Each entry is a
-// point name, optionally followed by "@N" to trigger on the N-th hit only.
-const envVar = "NEXA_TEST_FAILPOINT"
-
-var (
-	armed = parse(os.Getenv(envVar))
-	hits  = map[string]int{}
-)
-
-func parse(v string) map[string]int {
-	if v == "" {
-		return nil
-	}
-	m := map[string]int{}
-	for _, p := range strings.Split(v, ",") {
-		name, nth := p, 1
-		if i := strings.IndexByte(p, '@'); i >= 0 {
-			name = p[:i]
-			n := 0
-			for _, c := range p[i+1:] {
-				if c < '0' || c > '9' {
-					n = 0
-					break
-				}
-				n = n*10 + int(c-'0')
-			}
-			if n > 0 {
-				nth = n
-			}
-		}
-		m[strings.TrimSpace(name)] = nth
-	}
-	return m
-}
-
-// Hit kills the process with SIGKILL, exactly as a crash or `kill -9`
-// would, when the point is armed and reached for the configured time.
-func Hit(name string) {
-	if armed == nil {
-		return
-	}
-	nth, ok := armed[name]
-	if !ok {
-		return
-	}
-	hits[name]++
-	if hits[name] == nth {
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // the signal is delivered asynchronously
-	}
-}
+// Hit does nothing in a production build: whatever the environment says,
+// a user's process is never stopped by a test's failpoint.
+func Hit(string) {}

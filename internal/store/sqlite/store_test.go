@@ -672,9 +672,10 @@ func TestOpenDirectoryPath(t *testing.T) {
 }
 
 func TestListAndPrune(t *testing.T) {
-	s, _ := openTemp(t)
+	// The store's clock stands still, so the ages are exact.
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	s, _ := openTemp(t, WithClock(func() time.Time { return now }))
 	ctx := context.Background()
-	now := time.Now().UTC()
 	mk := func(id, agent string, status state.Status, created, updated time.Duration) {
 		st := newRun(id, 2, 1)
 		st.Config.Agent = agent

@@ -4,6 +4,9 @@
 // (storetest.Run(t, newStore)); a new store (PostgreSQL) passes it before it
 // is used. What depends on a store's files (schema migration, a newer
 // schema, a corrupt file, kill -9 mid-save) is tested beside each store.
+//
+// No behaviour waits for the wall clock: the suite lets a lease run out by
+// moving the store's clock (see Clock).
 package storetest
 
 import (
@@ -11,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,8 +23,47 @@ import (
 
 // NewStore makes a fresh, empty store and returns a function that opens one
 // more handle on it: every handle sees the same runs, as separate processes
-// would. The suite closes every handle it opens.
-type NewStore func(t *testing.T) (open func() state.Store)
+// would. The suite closes every handle it opens. It returns the store's
+// clock too, which the suite moves to let a lease run out.
+type NewStore func(t *testing.T) (open func() state.Store, clock Clock)
+
+// Clock is the time a store measures its leases against, as the suite
+// controls it, so that no behaviour waits for the wall clock. A store that
+// takes its time from the host is given one (a ManualClock); a store whose
+// clock is its database's (PostgreSQL) gets one that reads the database's
+// time and ages the stored leases instead of moving that clock.
+type Clock interface {
+	// Now is the store's present time.
+	Now() time.Time
+	// Advance lets d pass for the leases of the store.
+	Advance(d time.Duration)
+}
+
+// ManualClock is a Clock that moves only when Advance is called; its Now
+// is what a store given it (such as SQLite's WithClock) reads.
+type ManualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewManualClock starts a clock at start.
+func NewManualClock(start time.Time) *ManualClock {
+	return &ManualClock{now: start}
+}
+
+// Now is the clock's time.
+func (c *ManualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock on by d.
+func (c *ManualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
 
 // behaviour is one row of the contract.
 type behaviour struct {
@@ -65,15 +108,16 @@ func stubRefused(t *testing.T, h *harness) {
 func Run(t *testing.T, newStore NewStore) {
 	for _, b := range behaviours {
 		t.Run(b.name, func(t *testing.T) {
-			open := newStore(t)
-			b.test(t, &harness{t: t, open: open})
+			open, clock := newStore(t)
+			b.test(t, &harness{t: t, open: open, clock: clock})
 		})
 	}
 }
 
 type harness struct {
-	t    *testing.T
-	open func() state.Store
+	t     *testing.T
+	open  func() state.Store
+	clock Clock
 }
 
 // handle opens a handle closed at the end of the test.
@@ -159,9 +203,11 @@ func compareAndSet(t *testing.T, h *harness) {
 func leaseExcludes(t *testing.T, h *harness) {
 	a, b := h.handle(), h.handle()
 	mustCreate(t, a, run("run_held", time.Time{}))
+	before := h.clock.Now()
 	l := mustAcquire(t, a, "run_held", "owner-a", time.Minute)
-	if !l.Expires.After(time.Now().Add(30 * time.Second)) {
-		t.Errorf("a one-minute lease expires at %s", l.Expires)
+	after := h.clock.Now()
+	if l.Expires.Before(before.Add(time.Minute)) || l.Expires.After(after.Add(time.Minute)) {
+		t.Errorf("a one-minute lease taken between %s and %s expires at %s", before, after, l.Expires)
 	}
 
 	_, err := b.Acquire(ctx, "run_held", "owner-b", time.Minute)
@@ -258,25 +304,21 @@ func renewRelease(t *testing.T, h *harness) {
 func fencing(t *testing.T, h *harness) {
 	dying, b := h.open(), h.handle()
 	mustCreate(t, dying, run("run_fence", time.Time{}))
-	old := mustAcquire(t, dying, "run_fence", "dying", 50*time.Millisecond)
+	old := mustAcquire(t, dying, "run_fence", "dying", time.Minute)
 	stale := mustLoad(t, dying, "run_fence")
 	stale.Lease = old
 	dying.Close() // as a crash: the lease is not released
 
-	// The run can be taken over at the latest when the lease expires.
-	var l *state.Lease
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var err error
+	// The run can be taken over at the latest when the lease expires: at
+	// once, or once the store's clock has passed the expiry.
+	l, err := b.Acquire(ctx, "run_fence", "successor", time.Minute)
+	var he *state.HeldError
+	if errors.As(err, &he) {
+		h.clock.Advance(time.Minute + time.Millisecond)
 		l, err = b.Acquire(ctx, "run_fence", "successor", time.Minute)
-		if err == nil {
-			break
-		}
-		var he *state.HeldError
-		if !errors.As(err, &he) || time.Now().After(deadline) {
-			t.Fatalf("Acquire after the holder died: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond) // polling for the expiry, capped above
+	}
+	if err != nil {
+		t.Fatalf("Acquire after the holder died and its lease expired: %v", err)
 	}
 	if l.Epoch <= old.Epoch {
 		t.Fatalf("successor's epoch %d, dead holder's %d", l.Epoch, old.Epoch)
@@ -285,7 +327,7 @@ func fencing(t *testing.T, h *harness) {
 	// The dead holder's lease, presented by any handle, can never save.
 	zombie := h.handle()
 	stale.Messages = append(stale.Messages, msg(2, "zombie"))
-	err := zombie.Save(ctx, stale, state.Delta{Messages: stale.Messages[2:]})
+	err = zombie.Save(ctx, stale, state.Delta{Messages: stale.Messages[2:]})
 	if !errors.Is(err, state.ErrLeaseLost) {
 		t.Fatalf("Save with a lost lease: %v, want ErrLeaseLost", err)
 	}
@@ -328,7 +370,7 @@ func acquireMissing(t *testing.T, h *harness) {
 
 func pruneHeld(t *testing.T, h *harness) {
 	a, b := h.handle(), h.handle()
-	old := time.Now().Add(-48 * time.Hour).UTC()
+	old := h.clock.Now().Add(-48 * time.Hour).UTC()
 	for i := 0; i < 3; i++ {
 		mustCreate(t, a, run(fmt.Sprintf("run_old%d", i), old))
 	}
