@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/nexa-run/nexa/internal/session"
+	"github.com/nexa-run/nexa/internal/testknob"
 	"os"
 	"os/signal"
 	"strings"
@@ -298,7 +299,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	runner, err := sess.Connect(ctx, session.RunOptions{
 		Store: st, RunID: runID, WorkDir: wd, Resume: f.resume != "", Timeout: timeout,
 		Observe: display.observe, Stop: stop, NoStream: f.noStream,
-		Now: testClock(e), LeaseTTL: testLeaseTTL(e),
+		Now: testClock(), LeaseTTL: testknob.LeaseTTL(),
 	})
 	if err != nil && ctx.Err() != nil {
 		// A signal while the tools were being set up: what was started
@@ -421,24 +422,12 @@ func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, t
 	return exitWith(code)
 }
 
-// testLeaseTTL is the lease duration a test asks for with the test-only
-// NEXA_TEST_LEASE_TTL (a Go duration), so a story can let a killed
-// executor's lease expire in a second; zero (the runtime's default)
-// otherwise.
-func testLeaseTTL(e *env) time.Duration {
-	d, err := time.ParseDuration(e.getenv("NEXA_TEST_LEASE_TTL"))
-	if err != nil || d <= 0 {
-		return 0
-	}
-	return d
-}
-
-// testClock is the clock of a run: the wall clock, moved by the test-only
-// NEXA_TEST_CLOCK_OFFSET (a Go duration) so that a story can let an
-// approval's wait run out without waiting for it.
-func testClock(e *env) func() time.Time {
-	d, err := time.ParseDuration(e.getenv("NEXA_TEST_CLOCK_OFFSET"))
-	if err != nil || d == 0 {
+// testClock is the clock of a run: the wall clock, moved in test builds by
+// NEXA_TEST_CLOCK_OFFSET (internal/testknob) so that a story can let an
+// approval's wait or a deadline run out without waiting for it.
+func testClock() func() time.Time {
+	d := testknob.ClockOffset()
+	if d == 0 {
 		return time.Now
 	}
 	return func() time.Time { return time.Now().Add(d) }

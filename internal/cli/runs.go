@@ -198,7 +198,7 @@ pending calls and calls whose outcome is unknown are always shown in full.`,
 			// A wait that ran out is shown as expired; the next process
 			// that holds the run records it (the same entry, from the
 			// stored expiry).
-			engine.ExpireApprovals(st, testClock(e)())
+			engine.ExpireApprovals(st, testClock()())
 			w := bufio.NewWriterSize(e.stdout, 64<<10)
 			defer w.Flush()
 			if asJSON {
@@ -378,7 +378,7 @@ told in the tool result that a person changed the arguments, and to what.`,
 			if err := checkRunID(args[0]); err != nil {
 				return err
 			}
-			st, err := engine.DecideWith(context.Background(), s, args[0], []engine.Decision{d}, engine.DecideOptions{Check: session.EditChecker(sessionEnv(e), s), Now: testClock(e)()})
+			st, err := engine.DecideWith(context.Background(), s, args[0], []engine.Decision{d}, engine.DecideOptions{Check: session.EditChecker(sessionEnv(e), s), Now: testClock()()})
 			if err := runsWriteError(s, args[0], err); err != nil {
 				return err
 			}
