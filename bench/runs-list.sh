@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Times `nexa runs list` and `nexa runs show --tail` end to end on a
-# 50,000-run store (made by BenchmarkList of internal/store, kept in a
+# 50,000-run store (made by BenchmarkList of internal/store/sqlite, kept in a
 # scratch directory), with peak memory, for docs/benchmarks.md.
 # Usage: bench/runs-list.sh [repeats]   (default 10)
 set -euo pipefail
@@ -10,7 +10,7 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 go build -o "$scratch/nexa" ./cmd/nexa
 store="$scratch/store/runs.sqlite3"
-NEXA_BENCH_LIST_STORE="$store" go test -run '^$' -bench 'List|Show' -benchtime 20x -benchmem ./internal/store
+NEXA_BENCH_LIST_STORE="$store" go test -run '^$' -bench 'List|Show' -benchtime 20x -benchmem ./internal/store/sqlite
 NEXA_BENCH_LIST_STORE="$store" go test -run '^$' -bench 'RunsList' -benchtime 20x -benchmem ./internal/cli
 echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 # Median wall time, median CPU time (user + system) and median peak RSS of

@@ -46,31 +46,31 @@ bench/startup.sh "$reps" "$PWD/bin/nexa"
 load
 
 echo "== per tool round (three commits), on disk"
-bench -bench 'RunStep/store=sqlite' -benchtime "$benchtime" ./internal/runtime
+bench -bench 'RunStep/store=sqlite' -benchtime "$benchtime" ./internal/engine
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then
 	echo "== per tool round, store on a tmpfs (the runtime's own cost, no fsync)"
 	shm=$(mktemp -d -p /dev/shm nexa-bench.XXXXXX)
-	TMPDIR=$shm bench -bench 'RunStep/store=sqlite' -benchtime "$benchtime" ./internal/runtime || true
+	TMPDIR=$shm bench -bench 'RunStep/store=sqlite' -benchtime "$benchtime" ./internal/engine || true
 	rm -rf "$shm"
 fi
 load
 
 echo "== the floor of a step: its three commits alone (io, sql, save; wall, CPU, user, system per step)"
-bench -bench 'ThreeCommitsFloor' -benchtime 1000x -count 3 ./internal/store
+bench -bench 'ThreeCommitsFloor' -benchtime 1000x -count 3 ./internal/store/sqlite
 load
 
 echo "== flat: 2,000 rounds, first and last ten rounds from the journal's timestamps (disk)"
-bench -bench 'Flat' -benchtime 1x -count "$flat" ./internal/runtime
+bench -bench 'Flat' -benchtime 1x -count "$flat" ./internal/engine
 load
 
 echo "== resume of a 2,000-step run, in process"
-bench -bench 'Resume' -benchtime 10x ./internal/runtime || true
+bench -bench 'Resume' -benchtime 10x ./internal/engine || true
 load
 
 echo "== python: a warm call (the default python3, then /usr/bin/python3)"
-bench -bench 'PythonCallWarm|InterpreterStartup' -benchtime "${py}x" ./internal/runtime/pytool
+bench -bench 'PythonCallWarm|InterpreterStartup' -benchtime "${py}x" ./internal/tools/pytool
 if [ -x /usr/bin/python3 ]; then
-	NEXA_PYTHON=/usr/bin/python3 bench -bench 'PythonCallWarm|InterpreterStartup' -benchtime "${py}x" ./internal/runtime/pytool
+	NEXA_PYTHON=/usr/bin/python3 bench -bench 'PythonCallWarm|InterpreterStartup' -benchtime "${py}x" ./internal/tools/pytool
 fi
 load
 
