@@ -7,9 +7,13 @@ import (
 	"github.com/nexa-run/nexa/internal/cli"
 	"github.com/nexa-run/nexa/internal/lategc"
 	"github.com/nexa-run/nexa/internal/procenv"
+	"github.com/nexa-run/nexa/internal/proctree"
 )
 
 func main() {
+	// A tool's supervisor is this binary started again (internal/proctree):
+	// it supervises and exits here, before anything else.
+	proctree.RunIfSupervisor()
 	// First, before any tool can start: take the keys out of the
 	// environment block other processes read as /proc/PID/environ, and
 	// make nexa not dumpable. Best effort: where /proc is missing or

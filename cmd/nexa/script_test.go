@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexa-run/nexa/internal/proctree"
 	"os"
 	"os/exec"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 // TestMain lets the test binary act as the nexa command inside scripts (and
 // in PATH for commands the scripts start through a shell).
 func TestMain(m *testing.M) {
+	proctree.RunIfSupervisor() // the nexa commands' tools are supervised by this binary
 	testscript.Main(m, map[string]func(){
 		"nexa": func() {
 			_ = procenv.HideSecrets() // as main does, first

@@ -7,10 +7,10 @@
 //
 // Start runs the command under a small supervisor: nexa's own binary,
 // re-executed (through /proc/self/exe, so a binary replaced on disk during
-// the run does not matter) under a name that this package's init function
-// recognises before anything else of the program runs. Every binary that
-// links this package, test binaries included, can therefore act as the
-// supervisor. The supervisor:
+// the run does not matter) under a name that RunIfSupervisor recognises:
+// every program that starts tools calls it first thing in main (a test
+// binary, in its TestMain), visibly, and so can act as the supervisor.
+// The supervisor:
 //
 //   - is started from an OS thread that never exits, with a parent-death
 //     signal (PR_SET_PDEATHSIG). The kernel sends that signal when the

@@ -14,3 +14,6 @@ func StartDirect(cmd *exec.Cmd) error { return cmd.Start() }
 // WaitExitNoReap is never called on this system: the callers that need it
 // (Python tools, MCP servers on stdio) refuse to start here.
 func WaitExitNoReap(int) {}
+
+// RunIfSupervisor does nothing on this system: Start starts no supervisor.
+func RunIfSupervisor() {}

@@ -24,6 +24,7 @@ import (
 const parentEnv = "NEXA_PROCTREE_TEST_PARENT"
 
 func TestMain(m *testing.M) {
+	proctree.RunIfSupervisor()
 	if dir := os.Getenv(parentEnv); dir != "" {
 		cmd := exec.Command("/bin/sh", "-c", treeScript)
 		cmd.Dir = dir

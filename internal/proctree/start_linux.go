@@ -15,7 +15,7 @@ import (
 	"syscall"
 )
 
-// supervisorName is argv[0] of a supervisor; init recognises it.
+// supervisorName is argv[0] of a supervisor; RunIfSupervisor recognises it.
 const supervisorName = "nexa-supervisor"
 
 // selfExe is this very binary, even if its file was replaced or removed.

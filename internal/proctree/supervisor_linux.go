@@ -16,9 +16,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// init turns this process into a supervisor when it was started as one,
-// before main (or a test binary's TestMain) runs.
-func init() {
+// RunIfSupervisor turns this process into a tool's supervisor when Start
+// started it as one (argv[0] "nexa-supervisor"), and then never returns;
+// otherwise it does nothing. A program that starts tools through Start
+// calls it first thing in main, and so does the TestMain of a test binary
+// that does: Start re-executes the running binary.
+func RunIfSupervisor() {
 	if len(os.Args) < 3 || os.Args[0] != supervisorName {
 		return
 	}

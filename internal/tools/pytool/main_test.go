@@ -2,6 +2,7 @@ package pytool
 
 import (
 	"flag"
+	"github.com/nexa-run/nexa/internal/proctree"
 	"os"
 	"testing"
 )
@@ -12,6 +13,7 @@ import (
 // loaded CI machine) would otherwise make the package outlast go test's
 // timeout. An explicit -test.parallel is kept.
 func TestMain(m *testing.M) {
+	proctree.RunIfSupervisor() // Start re-executes this test binary as the tools' supervisor
 	flag.Parse()
 	explicit := false
 	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
