@@ -317,9 +317,8 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		choice.NoStream = f.noStream
 		run, err = runner.Start(context.Background(), engine.NewRun{
 			ID: runID, Task: args[2], File: file, WorkDir: wd, Deadline: sess.Deadline,
-			Budgets:     state.Budgets{MaxTurns: f.maxTurns, MaxToolCalls: f.maxToolCalls, MaxTokens: f.maxTokens},
-			ResumeFlags: append(providerFlags(c), session.PolicyFlags(sess.Rules(), wd)...),
-			Choice:      &choice,
+			Budgets: state.Budgets{MaxTurns: f.maxTurns, MaxToolCalls: f.maxToolCalls, MaxTokens: f.maxTokens},
+			Choice:  &choice,
 
 			ApprovalTimeout: approvalWait,
 		})

@@ -146,7 +146,7 @@ func resumable(st *state.RunState) bool {
 // recorded them, fallback: this command's), then --store when this command
 // named its store with the flag, already shell-quoted.
 func hintFlags(st *state.RunState, fallback []string, storeFlag string) string {
-	flags := st.Config.ResumeFlags
+	flags := st.Config.HintFlags()
 	if len(flags) == 0 {
 		flags = fallback
 	}

@@ -368,7 +368,7 @@ func decisionText(e state.JournalEntry) string {
 // command reaches the same store from any shell.
 func resumeCommand(st *state.RunState, storeFlag string) string {
 	words := []string{"nexa", "agent", st.Config.SourceFile, st.Config.Agent, "--resume", st.ID}
-	words = append(words, st.Config.ResumeFlags...)
+	words = append(words, st.Config.HintFlags()...)
 	if storeFlag != "" {
 		words = append(words, "--store", storeFlag)
 	}

@@ -44,18 +44,3 @@ func LoadPolicy(path string) (engine.Rules, error) {
 	}
 	return policyRules{p}, nil
 }
-
-// PolicyFlags are the flags a resume of a run under rules must repeat
-// (recorded with the run's provider flags, for its resume commands and
-// nexa serve --execute, which run in the run's working directory wd): the
-// policy's path, relative to wd when the policy is inside it.
-func PolicyFlags(rules engine.Rules, wd string) []string {
-	if rules == nil {
-		return nil
-	}
-	p := rules.Ref().Path
-	if rel, err := filepath.Rel(wd, p); err == nil && filepath.IsLocal(rel) {
-		p = rel
-	}
-	return []string{"--policy", p}
-}

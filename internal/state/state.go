@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -110,7 +111,8 @@ type Config struct {
 	// again without a command line (nexa serve --execute). Nil for runs of
 	// an older nexa.
 	Choice *ProviderChoice `json:"provider_choice,omitempty"`
-	// ResumeFlags are the command-line flags that chose the provider when
+	// ResumeFlags are what runs of an older nexa recorded instead of Choice:
+	// the command-line flags that chose the provider when
 	// the run started (never a key): hints to continue the run repeat them,
 	// so that the resume resolves to the same provider identity. They are
 	// advice for people; the resume check compares Provider.
@@ -482,4 +484,33 @@ type HeaderLoader interface {
 // changing it.
 type DriveLoader interface {
 	LoadForDrive(ctx context.Context, id string) (*RunState, error)
+}
+
+// HintFlags are the flags a command that continues the run must repeat,
+// for the resume commands shown to people: the provider choice the run
+// recorded (--provider, --model, --base-url, --no-stream) and its policy
+// (--policy, relative to the run's working directory when inside it). A
+// run of an older nexa, which recorded no choice, gives the flags it
+// recorded instead. They are advice for people: nexa never runs them.
+func (c *Config) HintFlags() []string {
+	if c.Choice == nil {
+		return c.ResumeFlags
+	}
+	var out []string
+	for _, f := range [][2]string{{"--provider", c.Choice.Provider}, {"--model", c.Choice.Model}, {"--base-url", c.Choice.BaseURL}} {
+		if f[1] != "" {
+			out = append(out, f[0], f[1])
+		}
+	}
+	if c.Choice.NoStream {
+		out = append(out, "--no-stream")
+	}
+	if c.Policy != nil {
+		p := c.Policy.Path
+		if rel, err := filepath.Rel(c.WorkDir, p); err == nil && filepath.IsLocal(rel) {
+			p = rel
+		}
+		out = append(out, "--policy", p)
+	}
+	return out
 }
