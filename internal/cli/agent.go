@@ -53,9 +53,11 @@ type agentFlags struct {
 func newAgentCmd(e *env) *cobra.Command {
 	var f agentFlags
 	cmd := &cobra.Command{
-		Use:   "agent FILE AGENT \"TASK\" | agent FILE AGENT --resume RUN_ID [--approve CALL_ID]... [--deny CALL_ID]...",
+		Use:   "agent FILE AGENT \"TASK\"|-|@FILE | agent FILE AGENT --resume RUN_ID [--approve CALL_ID]... [--deny CALL_ID]...",
 		Short: "Start or resume a durable run of an agent",
 		Long: `Start a run of AGENT from FILE with TASK, or continue a run with --resume.
+TASK may be - (read standard input) or @FILE (read the file, at most 1 MiB);
+with no TASK, a standard input that is not a terminal is the task.
 
 A run is saved after every step in the store (.nexa/runs.sqlite3 by default, or a
 PostgreSQL database named by a postgres:// URL).
@@ -148,11 +150,16 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	if f.resume != "" && hasTask {
 		return agentFailure(e, f, ExitUsage, engine.CodeTaskWithResume, fmt.Sprintf("--resume continues run %s with its own task; a new task needs a new run (drop --resume or the task text)", f.resume))
 	}
-	if f.resume == "" && !hasTask {
-		return agentUsageError(e, f, "give the task as the third argument, e.g. nexa agent "+file+" "+agentName+" \"Review the supplied change\"")
-	}
-	if hasTask && strings.TrimSpace(args[2]) == "" {
-		return agentUsageError(e, f, "the task text is empty")
+	var task string
+	if f.resume == "" {
+		t, given, err := readTask(e, args[2:])
+		if err != nil {
+			return agentUsageError(e, f, err.Error())
+		}
+		if !given {
+			return agentUsageError(e, f, "give the task as the third argument, e.g. nexa agent "+file+" "+agentName+" \"Review the supplied change\" (or '-' to read it from standard input, or @FILE)")
+		}
+		task = t
 	}
 	for _, n := range []struct {
 		name string
@@ -316,7 +323,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		choice := sess.Choice()
 		choice.NoStream = f.noStream
 		run, err = runner.Start(context.Background(), engine.NewRun{
-			ID: runID, Task: args[2], File: file, WorkDir: wd, Deadline: sess.Deadline,
+			ID: runID, Task: task, File: file, WorkDir: wd, Deadline: sess.Deadline,
 			Budgets: state.Budgets{MaxTurns: f.maxTurns, MaxToolCalls: f.maxToolCalls, MaxTokens: f.maxTokens},
 			Choice:  &choice,
 
