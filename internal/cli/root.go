@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -85,6 +86,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, environ: os.Environ}
 	root := newRootCmd(e)
 	root.SetArgs(args)
+	// The completion command is added by cobra when it runs; add it now so
+	// that its unknown subcommands are refused like every other parent's.
+	root.InitDefaultCompletionCmd(args...)
+	refuseUnknownSubcommands(root)
 	err := root.Execute()
 	if err == nil {
 		return ExitOK
@@ -125,6 +130,37 @@ unknown outcomes.`,
 	}
 	root.AddCommand(newVersionCmd(e))
 	return root
+}
+
+// refuseUnknownSubcommands makes every command that has subcommands refuse
+// an argument that names none of them (exit 2, with the nearest names), where
+// cobra would print the help and exit 0 — a script with a typo must not look
+// as if it succeeded. With no argument a parent prints its help.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	if c.HasSubCommands() {
+		c.SuggestionsMinimumDistance = 2
+		c.Args = cobra.ArbitraryArgs
+		c.Run = nil
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return c.Help()
+			}
+			return unknownSubcommand(c, args[0])
+		}
+	}
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+}
+
+// unknownSubcommand is the usage error for a name that is no subcommand of
+// c, suggesting the close ones.
+func unknownSubcommand(c *cobra.Command, name string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", name, c.CommandPath())
+	if sug := c.SuggestionsFor(name); len(sug) > 0 {
+		msg += "; did you mean " + strings.Join(sug, " or ") + "?"
+	}
+	return usageErrorf("%s (see '%s --help')", msg, c.CommandPath())
 }
 
 // commands are the subcommands registered by the files of this package.
