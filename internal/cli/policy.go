@@ -107,7 +107,7 @@ func usageFailure(e *env, asJSON bool, format string, args ...any) error {
 	if asJSON {
 		writeJSON(e.stdout, map[string]any{"error": map[string]any{"code": "usage_error", "message": msg}})
 	}
-	return usageErrorf("%s", msg)
+	return &exitError{code: ExitUsage, msg: msg, jsonDone: true}
 }
 
 func newPolicyExplainCmd(e *env) *cobra.Command {

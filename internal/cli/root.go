@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/nexa-run/nexa/internal/engine"
 )
 
 // Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
@@ -40,6 +42,26 @@ type exitError struct {
 	code    int
 	msg     string
 	printed bool
+	// errCode is the stable error code of the JSON error object
+	// (docs/reference/json.md#error-codes); empty means the default
+	// for code (see jsonCode).
+	errCode string
+	// jsonDone: the command already printed its JSON error object.
+	jsonDone bool
+}
+
+// jsonCode is the error code a --json command prints for e.
+func (e *exitError) jsonCode() string {
+	if e.errCode != "" {
+		return e.errCode
+	}
+	switch e.code {
+	case ExitUsage:
+		return engine.CodeUsage
+	case ExitConflict:
+		return engine.CodeCheckpointConflict
+	}
+	return engine.CodeInternal
 }
 
 func (e *exitError) Error() string { return e.msg }
@@ -90,20 +112,60 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	// that its unknown subcommands are refused like every other parent's.
 	root.InitDefaultCompletionCmd(args...)
 	refuseUnknownSubcommands(root)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return ExitOK
 	}
 	var xe *exitError
-	if errors.As(err, &xe) {
-		if !xe.printed && xe.msg != "" {
-			fmt.Fprintf(stderr, "nexa: %s\n", xe.msg)
-		}
-		return xe.code
+	if !errors.As(err, &xe) {
+		// Cobra's own flag and argument errors are usage errors.
+		xe = &exitError{code: ExitUsage, msg: err.Error()}
 	}
-	// Cobra's own flag and argument errors are usage errors.
-	fmt.Fprintf(stderr, "nexa: %s\n", err)
-	return ExitUsage
+	if !xe.printed && xe.msg != "" {
+		fmt.Fprintf(stderr, "nexa: %s\n", xe.msg)
+	}
+	if !xe.printed && !xe.jsonDone && wantsJSON(cmd, args) {
+		// A program reading --json output gets an object on failure
+		// too, not an empty stdout (docs/reference/json.md#errors).
+		writeJSON(stdout, jsonErrorObject{Error: jsonError{Code: xe.jsonCode(), Message: xe.msg}})
+	}
+	return xe.code
+}
+
+// jsonErrorObject is what a --json command prints on stdout when it fails.
+type jsonErrorObject struct {
+	Error jsonError `json:"error"`
+}
+
+// jsonError is the code and message of a failed command.
+type jsonError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// wantsJSON reports whether the command that failed was asked for --json.
+// When the flags could not be parsed the flag is looked for among the
+// arguments, so that a mistyped flag still answers a JSON reader in JSON.
+func wantsJSON(cmd *cobra.Command, args []string) bool {
+	if cmd == nil {
+		return false
+	}
+	f := cmd.Flags().Lookup("json")
+	if f == nil {
+		return false
+	}
+	if f.Changed {
+		return f.Value.String() == "true"
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--json" || a == "--json=true" {
+			return true
+		}
+	}
+	return false
 }
 
 func newRootCmd(e *env) *cobra.Command {

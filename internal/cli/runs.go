@@ -106,17 +106,30 @@ runs are created, saved or deleted: runs created later sort before it.`,
 					return err
 				}
 			}
+			var page engine.ListPage
 			s, err := open()
-			if err != nil {
+			var xe *exitError
+			switch {
+			case errors.As(err, &xe) && xe.errCode == engine.CodeNoStore:
+				// No store yet (a fresh checkout, a new CI job): no
+				// runs, and nothing is created. A cursor must still
+				// be one.
+				if after != "" {
+					if _, err := state.ParseCursor(after); err != nil {
+						return usageErrorf("--after: %v", err)
+					}
+				}
+			case err != nil:
 				return err
-			}
-			defer s.Close()
-			page, err := engine.ListRuns(context.Background(), s, state.Filter{Status: st, Agent: agent, OlderThan: age, Limit: limit}, after)
-			if re, ok := engine.AsError(err); ok && re.Code == engine.CodeUsage {
-				return usageErrorf("--after: %s", re.Message)
-			}
-			if err != nil {
-				return &exitError{code: ExitFailed, msg: err.Error()} // the store says "list runs: …"
+			default:
+				defer s.Close()
+				page, err = engine.ListRuns(context.Background(), s, state.Filter{Status: st, Agent: agent, OlderThan: age, Limit: limit}, after)
+				if re, ok := engine.AsError(err); ok && re.Code == engine.CodeUsage {
+					return usageErrorf("--after: %s", re.Message)
+				}
+				if err != nil {
+					return storeFailure(err) // the store says "list runs: …"
+				}
 			}
 			// One buffer for the whole listing: the table writer writes
 			// cell by cell, the terminal gets a few large writes.
@@ -127,6 +140,9 @@ runs are created, saved or deleted: runs created later sort before it.`,
 					Runs []state.Summary `json:"runs"`
 					Next *string         `json:"next"`
 				}{Runs: page.Runs}
+				if v.Runs == nil {
+					v.Runs = []state.Summary{}
+				}
 				if page.Next != "" {
 					v.Next = &page.Next
 				}
@@ -219,10 +235,10 @@ pending calls and calls whose outcome is unknown are always shown in full.`,
 func showRunTail(s session.Store, id string, n int) (*state.RunState, state.Omitted, error) {
 	st, om, err := engine.ShowTail(context.Background(), s, id, n)
 	if re, ok := engine.AsError(err); ok && re.Code == engine.CodeRunNotFound {
-		return nil, om, usageErrorf("no run %s in the store %s", id, s.Path())
+		return nil, om, runNotFound(s, id)
 	}
 	if err != nil {
-		return nil, om, &exitError{code: ExitFailed, msg: err.Error()}
+		return nil, om, storeFailure(err)
 	}
 	return st, om, nil
 }
@@ -406,10 +422,10 @@ func runsWriteError(s session.Store, id string, err error) error {
 		return nil
 	}
 	if re, ok := engine.AsError(err); errors.Is(err, state.ErrNotFound) || ok && re.Code == engine.CodeRunNotFound {
-		return usageErrorf("no run %s in the store %s", id, s.Path())
+		return runNotFound(s, id)
 	}
 	if re, ok := engine.AsError(err); ok && re.Refusal {
-		return usageErrorf("%s", re.Message)
+		return &exitError{code: ExitUsage, msg: re.Message, errCode: re.Code}
 	}
 	if re, ok := engine.AsError(err); ok && re.Code == engine.CodeCheckpointConflict {
 		return &exitError{code: ExitConflict, msg: re.Message}
@@ -418,7 +434,22 @@ func runsWriteError(s session.Store, id string, err error) error {
 	if errors.As(err, &ce) {
 		return &exitError{code: ExitConflict, msg: ce.Error() + "; nothing was written"}
 	}
-	return &exitError{code: ExitFailed, msg: err.Error()}
+	return storeFailure(err)
+}
+
+// runNotFound is the usage error for a run id the store does not have.
+func runNotFound(s session.Store, id string) error {
+	return &exitError{code: ExitUsage, msg: fmt.Sprintf("no run %s in the store %s", id, s.Path()), errCode: engine.CodeRunNotFound}
+}
+
+// storeFailure is an operational error of the store (exit 1, store_error);
+// the store's message already says what it was doing.
+func storeFailure(err error) error {
+	code := engine.CodeStoreError
+	if re, ok := engine.AsError(err); ok && re.Code != "" {
+		code = re.Code
+	}
+	return &exitError{code: ExitFailed, msg: err.Error(), errCode: code}
 }
 
 // maxResolveOutputBytes bounds the file of runs resolve --output @FILE
@@ -526,7 +557,7 @@ func newRunsPruneCmd(e *env, open storeOpener) *cobra.Command {
 			defer s.Close()
 			rep, err := engine.Prune(context.Background(), s, state.Filter{OlderThan: d, Status: st})
 			if err != nil {
-				return &exitError{code: ExitFailed, msg: err.Error()} // the store says "prune runs: …"
+				return storeFailure(err) // the store says "prune runs: …"
 			}
 			fmt.Fprintf(e.stdout, "deleted %d run(s)\n", len(rep.Deleted))
 			if len(rep.Held) > 0 {

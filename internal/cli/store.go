@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/session"
 )
 
@@ -20,9 +21,9 @@ func openStoreForCommand(e *env, flag string, create bool) (session.Store, error
 	if err != nil {
 		var se *session.StoreError
 		if errors.As(err, &se) && se.Usage {
-			return nil, &exitError{code: ExitUsage, msg: se.Msg}
+			return nil, &exitError{code: ExitUsage, msg: se.Msg, errCode: se.Code}
 		}
-		return nil, &exitError{code: ExitFailed, msg: err.Error()}
+		return nil, &exitError{code: ExitFailed, msg: err.Error(), errCode: engine.CodeStoreError}
 	}
 	return s, nil
 }
