@@ -353,6 +353,7 @@ func printRun(e *env, st *state.RunState, flags string, om state.Omitted) {
 
 func newRunsApproveCmd(e *env, open storeOpener, hints hintFlagger) *cobra.Command {
 	var approved, reason, argsFlag string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "approve RUN_ID CALL_ID --approved=true|false [--args JSON|@FILE]",
 		Short: "Record a decision on a pending call without resuming the run",
@@ -405,13 +406,18 @@ told in the tool result that a person changed the arguments, and to what.`,
 			if d.Args != nil {
 				verb += " with edited arguments " + compactJSON(st.Entry(args[1]).ApprovedArguments, 200)
 			}
-			fmt.Fprintf(e.stdout, "call %s of run %s %s (revision %d)\n", args[1], args[0], verb, st.Revision)
+			if asJSON {
+				writeJSON(e.stdout, showView(st, hints(st), nil))
+			} else {
+				fmt.Fprintf(e.stdout, "call %s of run %s %s (revision %d)\n", args[1], args[0], verb, st.Revision)
+			}
 			fmt.Fprintf(e.stderr, "continue with: nexa agent %s %s --resume %s%s\n", shellquote.Quote(st.Config.SourceFile), shellquote.Quote(st.Config.Agent), st.ID, hints(st))
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&approved, "approved", "", "the decision: true or false")
 	cmd.Flags().StringVar(&reason, "reason", "", "reason sent to the model with a denial")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as runs show --json does, after the decision")
 	cmd.Flags().StringVar(&argsFlag, "args", "", "approve with these arguments instead of the model's: `JSON`, @FILE or @- (at most 1 MiB)")
 	return cmd
 }
@@ -478,6 +484,7 @@ func readFileLimit(path string, limit int64) ([]byte, error) {
 
 func newRunsResolveCmd(e *env, open storeOpener, hints hintFlagger) *cobra.Command {
 	var output, success string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "resolve RUN_ID CALL_ID --output TEXT|@FILE --success=true|false",
 		Short: "Record the verified outcome of a call whose outcome is unknown",
@@ -517,7 +524,11 @@ then continues with this result without executing the tool again.`,
 			if err := runsWriteError(s, args[0], err); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "call %s of run %s resolved (success=%s, revision %d)\n", args[1], args[0], strconv.FormatBool(ok), st.Revision)
+			if asJSON {
+				writeJSON(e.stdout, showView(st, hints(st), nil))
+			} else {
+				fmt.Fprintf(e.stdout, "call %s of run %s resolved (success=%s, revision %d)\n", args[1], args[0], strconv.FormatBool(ok), st.Revision)
+			}
 			switch {
 			case !resumable(st):
 				fmt.Fprintf(e.stderr, "run %s is %s: the resolution is recorded for the record; the run does not continue\n", st.ID, st.Status)
@@ -529,11 +540,13 @@ then continues with this result without executing the tool again.`,
 	}
 	cmd.Flags().StringVar(&output, "output", "", "the verified output, or @FILE to read it from a file (at most 4 MiB)")
 	cmd.Flags().StringVar(&success, "success", "", "whether the call succeeded: true or false")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as runs show --json does, after the resolution")
 	return cmd
 }
 
 func newRunsPruneCmd(e *env, open storeOpener) *cobra.Command {
 	var olderThan, status string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "prune --older-than DURATION [--status S]",
 		Short: "Delete runs last updated longer ago than DURATION",
@@ -559,6 +572,16 @@ func newRunsPruneCmd(e *env, open storeOpener) *cobra.Command {
 			if err != nil {
 				return storeFailure(err) // the store says "prune runs: …"
 			}
+			if asJSON {
+				if rep.Deleted == nil {
+					rep.Deleted = []string{}
+				}
+				if rep.Held == nil {
+					rep.Held = []string{}
+				}
+				writeJSON(e.stdout, rep)
+				return nil
+			}
 			fmt.Fprintf(e.stdout, "deleted %d run(s)\n", len(rep.Deleted))
 			if len(rep.Held) > 0 {
 				fmt.Fprintf(e.stdout, "kept %d run(s) held by a running executor: %s\n", len(rep.Held), strings.Join(rep.Held, " "))
@@ -568,6 +591,7 @@ func newRunsPruneCmd(e *env, open storeOpener) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "delete runs not updated for this long (e.g. 72h, 30d)")
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this status")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"deleted": [RUN_ID…], "held": [RUN_ID…]}`)
 	return cmd
 }
 
