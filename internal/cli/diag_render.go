@@ -18,10 +18,10 @@ type diagStyle struct {
 	err, warn, hint, gutter, bold *color.Color
 }
 
-// colorEnabled decides whether w gets colour: never with NO_COLOR, only
-// when w is a terminal.
+// colorEnabled decides whether w gets colour: never with NO_COLOR or
+// TERM=dumb, only when w is a terminal.
 func colorEnabled(e *env, w io.Writer) bool {
-	if e.getenv("NO_COLOR") != "" {
+	if e.getenv("NO_COLOR") != "" || e.getenv("TERM") == "dumb" {
 		return false
 	}
 	return isTerminal(w)

@@ -48,8 +48,20 @@ type progressPrinter struct {
 }
 
 func progress(e *env, quiet bool) *progressPrinter {
-	p := &progressPrinter{w: e.stderr, quiet: quiet, live: isTerminal(e.stderr), paint: colorEnabled(e, e.stderr)}
-	return p
+	live, paint := progressMode(isTerminal(e.stderr), e.getenv)
+	return &progressPrinter{w: e.stderr, quiet: quiet, live: live, paint: paint}
+}
+
+// progressMode chooses how progress is shown on stderr: a live spinner with
+// colour only on a terminal that can redraw a line, and neither NO_COLOR nor
+// TERM=dumb set; otherwise plain timestamped lines, one per event, which
+// read well in a log and on a terminal that cannot move the cursor
+// (docs/cli.md, "Standard error").
+func progressMode(terminal bool, getenv func(string) string) (live, paint bool) {
+	if !terminal || getenv("NO_COLOR") != "" || getenv("TERM") == "dumb" {
+		return false, false
+	}
+	return true, true
 }
 
 func (p *progressPrinter) sprint(c color.Attribute, s string) string {

@@ -106,3 +106,50 @@ func TestTerminalSeenThroughTheRedactor(t *testing.T) {
 		t.Fatal("a buffer behind the redactor is seen as a terminal")
 	}
 }
+
+// The spinner and colour are for a terminal that can redraw a line; with
+// NO_COLOR, TERM=dumb or no terminal at all, progress is plain timestamped
+// lines (docs/cli.md, "Standard error").
+func TestProgressModePlainUnlessCapableTerminal(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		terminal bool
+		env      map[string]string
+		live     bool
+	}{
+		{"terminal", true, nil, true},
+		{"terminal with TERM=xterm", true, map[string]string{"TERM": "xterm-256color"}, true},
+		{"terminal with NO_COLOR", true, map[string]string{"NO_COLOR": "1"}, false},
+		{"terminal with TERM=dumb", true, map[string]string{"TERM": "dumb"}, false},
+		{"not a terminal", false, nil, false},
+		{"not a terminal, TERM=xterm", false, map[string]string{"TERM": "xterm"}, false},
+	} {
+		getenv := func(k string) string { return tc.env[k] }
+		live, paint := progressMode(tc.terminal, getenv)
+		if live != tc.live || paint != tc.live {
+			t.Errorf("%s: live=%v paint=%v, want both %v", tc.name, live, paint, tc.live)
+		}
+	}
+}
+
+// Off a terminal the printer writes whole lines that start with an RFC 3339
+// time, and no cursor movement.
+func TestProgressPlainLinesAreTimestamped(t *testing.T) {
+	var buf lockedBuffer
+	e := &env{stderr: &buf, getenv: func(string) string { return "" }}
+	p := progress(e, false)
+	p.observe(engine.Event{Kind: engine.EventRunStarted, RunID: "run_X"})
+	p.observe(engine.Event{Kind: engine.EventProviderStart, Turn: 1})
+	p.observe(engine.Event{Kind: engine.EventProviderDone, Turn: 1})
+	p.close()
+	out := buf.String()
+	if strings.Contains(out, "\r") || strings.Contains(out, "\033[") {
+		t.Fatalf("plain progress has terminal control sequences: %q", out)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		ts, _, ok := strings.Cut(line, " ")
+		if _, err := time.Parse(time.RFC3339, ts); !ok || err != nil {
+			t.Errorf("line %q does not start with an RFC 3339 time", line)
+		}
+	}
+}
