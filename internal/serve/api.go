@@ -43,8 +43,10 @@ type apiError struct {
 // httpStatus maps an error code to the HTTP status the API answers with.
 func httpStatus(code string) int {
 	switch code {
-	case engine.CodeRunNotFound, engine.CodeNoStore:
+	case engine.CodeRunNotFound, engine.CodeNoStore, CodeNotFound:
 		return http.StatusNotFound
+	case CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
 	case engine.CodeCheckpointConflict, engine.CodeNotWaiting, engine.CodeNotPending:
 		return http.StatusConflict
 	case engine.CodeUsage, engine.CodeUnknownCall, engine.CodeNotStarted, engine.CodeInvalidEdit:

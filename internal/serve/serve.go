@@ -130,7 +130,56 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("serve: random key: %w", err)
 	}
 	s.routes()
+	s.apiFallback()
 	return s, nil
+}
+
+// Codes of API requests that name no endpoint.
+const (
+	// CodeNotFound: no endpoint has this path (HTTP 404).
+	CodeNotFound = "not_found"
+	// CodeMethodNotAllowed: the path is an endpoint, not for this
+	// method (HTTP 405, with Allow).
+	CodeMethodNotAllowed = "method_not_allowed"
+)
+
+// apiFallback answers every /api/ request no endpoint takes with a JSON
+// error object, as the endpoints do, instead of the plain-text "404 page
+// not found" of the mux: a client parses every API answer as JSON. The
+// token is checked first, so without it nothing tells which paths exist.
+func (s *Server) apiFallback() {
+	h := func(w http.ResponseWriter, r *http.Request) {
+		if !s.apiAuth(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="nexa"`)
+			s.writeAPIError(w, apiError{Code: CodeUnauthorized, Message: "this server needs a token: send Authorization: Bearer TOKEN"})
+			return
+		}
+		if allow := s.apiMethods(r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.writeAPIError(w, apiError{Code: CodeMethodNotAllowed, Message: fmt.Sprintf("%s %s is not an endpoint; this path takes %s", r.Method, r.URL.Path, strings.Join(allow, ", "))})
+			return
+		}
+		s.writeAPIError(w, apiError{Code: CodeNotFound, Message: fmt.Sprintf("no API endpoint %s (the endpoints are under /api/runs)", r.URL.Path)})
+	}
+	s.mux.HandleFunc("/api/", h)
+	s.mux.HandleFunc("/api", h)
+}
+
+// apiMethods lists the methods an endpoint at r's path takes, none when no
+// endpoint has that path.
+func (s *Server) apiMethods(r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		r2 := r.Clone(r.Context())
+		r2.Method = m
+		if _, pat := s.mux.Handler(r2); pat != "" && pat != "/api/" && pat != "/api" {
+			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead)
+			}
+		}
+	}
+	return allow
 }
 
 // CheckBind refuses to listen beyond the loopback interface without a
