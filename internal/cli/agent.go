@@ -53,7 +53,7 @@ type agentFlags struct {
 func newAgentCmd(e *env) *cobra.Command {
 	var f agentFlags
 	cmd := &cobra.Command{
-		Use:   "agent FILE AGENT \"TASK\"|-|@FILE | agent FILE AGENT --resume RUN_ID [--approve CALL_ID]... [--deny CALL_ID]...",
+		Use:   "agent FILE AGENT \"TASK\"|-|@FILE | agent --resume RUN_ID|last [--approve CALL_ID]... [--deny CALL_ID]...",
 		Short: "Start or resume a durable run of an agent",
 		Long: `Start a run of AGENT from FILE with TASK, or continue a run with --resume.
 TASK may be - (read standard input) or @FILE (read the file, at most 1 MiB);
@@ -70,8 +70,9 @@ Exit codes: 0 completed, 1 failed, 2 usage or input error (nothing written),
 3 waiting_approval, 4 unknown_outcome, 5 timed_out, 6 budget_exhausted,
 7 checkpoint conflict, 130 interrupted.`,
 		Example: `  nexa agent review.nx Reviewer "Review the supplied change" --timeout 900
-  nexa agent review.nx Reviewer --resume run_01J… --approve call_1
-  nexa agent review.nx Reviewer --resume run_01J… --deny call_1 --reason "wrong file"`,
+  nexa agent --resume run_01J… --approve call_1
+  nexa agent --resume run_01J… --deny call_1 --reason "wrong file"
+  nexa agent --resume last --approve call_1`,
 		// The number of arguments is checked by runAgent, so that a
 		// wrong count gets the JSON object like every other usage error.
 		Args: cobra.ArbitraryArgs,
@@ -133,8 +134,18 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		f.output = "json"
 		return agentUsageError(e, f, fmt.Sprintf("--output must be json or text, not %q", given))
 	}
+	if f.resume != "" && (len(args) == 0 || f.resume == "last" || needsStoredChoice(e, c)) {
+		// What the command leaves out comes from the run: its file and
+		// agent, its provider choice, its policy; what it gives must
+		// match the run.
+		var err error
+		if args, err = fromStoredRun(e, c, f, args); err != nil {
+			code, rerr := exitCodeForError(err)
+			return agentFailure(e, f, code, rerr.Code, rerr.Message)
+		}
+	}
 	if len(args) < 2 {
-		return agentUsageError(e, f, fmt.Sprintf("nexa agent needs FILE AGENT and a task (or --resume RUN_ID); got %d argument(s) (see 'nexa agent --help')", len(args)))
+		return agentUsageError(e, f, fmt.Sprintf("nexa agent needs FILE AGENT and a task, or --resume RUN_ID; got %d argument(s) (see 'nexa agent --help')", len(args)))
 	}
 	if len(args) > 3 {
 		return agentUsageError(e, f, fmt.Sprintf("nexa agent takes FILE AGENT and one task; got %d arguments (quote the task: nexa agent %s %s \"the whole task\")", len(args), args[0], args[1]))

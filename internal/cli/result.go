@@ -104,6 +104,11 @@ func resumeCommands(st *state.RunState, file, flags string, r *runResult) map[st
 		file = st.Config.SourceFile
 	}
 	base := fmt.Sprintf("nexa agent %s %s --resume %s%s", shellquote.Quote(file), shellquote.Quote(st.Config.Agent), st.ID, flags)
+	if st.Config.Choice != nil {
+		// The run recorded what nexa agent needs to continue it: the
+		// short form, with only the store when this command named one.
+		base = "nexa agent --resume " + st.ID + storeFlagOnly(flags)
+	}
 	cmds := map[string]string{}
 	switch st.Status {
 	case state.StatusWaitingApproval:
@@ -289,4 +294,14 @@ func storeFlagOnly(flags string) string {
 		return " --store " + rest
 	}
 	return ""
+}
+
+// continueCommand is the command that continues st, for a line of advice:
+// the short form when the run recorded its provider choice, else the long
+// one with flags (already quoted).
+func continueCommand(st *state.RunState, flags string) string {
+	if st.Config.Choice != nil {
+		return "nexa agent --resume " + st.ID + storeFlagOnly(flags)
+	}
+	return fmt.Sprintf("nexa agent %s %s --resume %s%s", shellquote.Quote(st.Config.SourceFile), shellquote.Quote(st.Config.Agent), st.ID, flags)
 }

@@ -367,10 +367,9 @@ func decisionText(e state.JournalEntry) string {
 // was started with, then --store when the server was given one, so the
 // command reaches the same store from any shell.
 func resumeCommand(st *state.RunState, storeFlag string) string {
-	words := []string{"nexa", "agent", st.Config.SourceFile, st.Config.Agent, "--resume", st.ID}
-	words = append(words, st.Config.HintFlags()...)
+	var extra []string
 	if storeFlag != "" {
-		words = append(words, "--store", storeFlag)
+		extra = []string{"--store", storeFlag}
 	}
-	return shellquote.Join(words...)
+	return shellquote.Join(st.Config.ResumeWords(st.ID, extra...)...)
 }
