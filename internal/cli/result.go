@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexa-run/nexa/internal/resumecmd"
 	"github.com/nexa-run/nexa/internal/session"
 	"io"
 	"os"
@@ -90,60 +91,8 @@ func resultOf(st *state.RunState, tool func(string) *ir.Tool, file, flags string
 			}
 		}
 	}
-	r.Resume = resumeCommands(st, file, flags, r)
+	r.Resume = resumecmd.Commands(st, file, flags, r.PendingCalls, r.UnknownCalls)
 	return r
-}
-
-// resumeCommands are the exact commands that continue a run, so a person or
-// script never has to assemble them.
-func resumeCommands(st *state.RunState, file, flags string, r *runResult) map[string]string {
-	if !resumable(st) {
-		return nil
-	}
-	if file == "" {
-		file = st.Config.SourceFile
-	}
-	base := fmt.Sprintf("nexa agent %s %s --resume %s%s", shellquote.Quote(file), shellquote.Quote(st.Config.Agent), st.ID, flags)
-	if st.Config.Choice != nil {
-		// The run recorded what nexa agent needs to continue it: the
-		// short form, with only the store when this command named one.
-		base = "nexa agent --resume " + st.ID + storeFlagOnly(flags)
-	}
-	cmds := map[string]string{}
-	switch st.Status {
-	case state.StatusWaitingApproval:
-		var approve, deny strings.Builder
-		approve.WriteString(base)
-		deny.WriteString(base)
-		for _, p := range r.PendingCalls {
-			approve.WriteString(" --approve " + p.CallID)
-			deny.WriteString(" --deny " + p.CallID)
-		}
-		cmds["approve"] = approve.String()
-		cmds["deny"] = deny.String()
-	case state.StatusUnknownOutcome:
-		for i, u := range r.UnknownCalls {
-			key := "resolve"
-			if i > 0 {
-				key = fmt.Sprintf("resolve_%d", i+1)
-			}
-			cmds[key] = fmt.Sprintf("nexa runs resolve %s %s --output '…' --success=true|false%s", st.ID, u.CallID, storeFlagOnly(flags))
-		}
-		cmds["resume"] = base
-	default:
-		cmds["resume"] = base
-	}
-	return cmds
-}
-
-// resumable reports whether resuming st could do anything: not for a
-// terminal run, and not for a final answer that failed validation (a resume
-// would validate the same saved answer again).
-func resumable(st *state.RunState) bool {
-	if st.Status.Terminal() {
-		return false
-	}
-	return st.Error == nil || st.Error.Code != engine.CodeOutputInvalid
 }
 
 // hintFlags are the flags the resume hints of a run repeat: the provider
@@ -283,25 +232,12 @@ func writeJSON(w io.Writer, v any) {
 
 func jsonUnmarshalString(b []byte, s *string) error { return json.Unmarshal(b, s) }
 
-// storeFlagOnly keeps the --store part of resume flags, the only one that
-// nexa runs commands take.
-func storeFlagOnly(flags string) string {
-	if i := strings.Index(flags, " --store "); i >= 0 {
-		rest := flags[i+len(" --store "):]
-		if j := strings.Index(rest, " --"); j >= 0 {
-			rest = rest[:j]
-		}
-		return " --store " + rest
-	}
-	return ""
-}
-
 // continueCommand is the command that continues st, for a line of advice:
 // the short form when the run recorded its provider choice, else the long
 // one with flags (already quoted).
 func continueCommand(st *state.RunState, flags string) string {
 	if st.Config.Choice != nil {
-		return "nexa agent --resume " + st.ID + storeFlagOnly(flags)
+		return "nexa agent --resume " + st.ID + resumecmd.StoreFlagOnly(flags)
 	}
 	return fmt.Sprintf("nexa agent %s %s --resume %s%s", shellquote.Quote(st.Config.SourceFile), shellquote.Quote(st.Config.Agent), st.ID, flags)
 }

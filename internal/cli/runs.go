@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nexa-run/nexa/internal/resumecmd"
 	"github.com/nexa-run/nexa/internal/session"
 	"io"
 	"os"
@@ -530,7 +531,7 @@ then continues with this result without executing the tool again.`,
 				fmt.Fprintf(e.stdout, "call %s of run %s resolved (success=%s, revision %d)\n", args[1], args[0], strconv.FormatBool(ok), st.Revision)
 			}
 			switch {
-			case !resumable(st):
+			case !resumecmd.Resumable(st):
 				fmt.Fprintf(e.stderr, "run %s is %s: the resolution is recorded for the record; the run does not continue\n", st.ID, st.Status)
 			case len(engine.UnknownCalls(st)) == 0:
 				fmt.Fprintf(e.stderr, "continue with: %s\n", continueCommand(st, hints(st)))

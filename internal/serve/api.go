@@ -15,6 +15,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/nexa-run/nexa/internal/engine"
+	"github.com/nexa-run/nexa/internal/resumecmd"
+	"github.com/nexa-run/nexa/internal/shellquote"
 	"github.com/nexa-run/nexa/internal/state"
 )
 
@@ -343,6 +345,9 @@ type runView struct {
 	PendingCalls []engine.PendingCall `json:"pending_calls"`
 	UnknownCalls []engine.UnknownCall `json:"unknown_calls"`
 	DeniedCalls  []engine.DeniedCall  `json:"denied_calls"`
+	// Resume are the commands that continue the run, as nexa runs show
+	// --json gives them (with the server's --store when it was given).
+	Resume map[string]string `json:"resume,omitempty"`
 }
 
 // view redacts a run and derives its pending and unknown calls.
@@ -350,7 +355,25 @@ type runView struct {
 // process that holds the run records it).
 func (s *Server) view(st *state.RunState) runView {
 	engine.ExpireApprovals(st, s.o.Now())
-	return viewOf(s.o.Redact, st)
+	v := viewOf(s.o.Redact, st)
+	flags := ""
+	if s.o.StoreFlag != "" {
+		flags = " --store " + shellquote.Quote(s.o.StoreFlag)
+	}
+	v.Resume = resumecmd.Commands(v.RunState, "", strings.Join(quoteAll(v.Config.HintFlags()), "")+flags, v.PendingCalls, v.UnknownCalls)
+	for k, c := range v.Resume {
+		v.Resume[k] = s.o.Redact(c)
+	}
+	return v
+}
+
+// quoteAll shell-quotes each flag with a space before it.
+func quoteAll(flags []string) []string {
+	out := make([]string, len(flags))
+	for i, f := range flags {
+		out[i] = " " + shellquote.Quote(f)
+	}
+	return out
 }
 
 // viewOf is view with the redactor given, for the notifier, which has no

@@ -92,3 +92,23 @@ func TestPageApproveWithEditedArguments(t *testing.T) {
 		t.Fatalf("entry: %+v", e)
 	}
 }
+
+// The API's run object carries the resume commands runs show --json gives.
+func TestAPIRunHasTheResumeCommands(t *testing.T) {
+	s := newStore(t)
+	ts := newServer(t, s, Options{User: "erin", StoreFlag: "runs.db"})
+	code, body := do(t, ts.Client(), "GET", ts.URL+"/api/runs/"+runID, "")
+	if code != 200 {
+		t.Fatalf("show: %d %s", code, body)
+	}
+	var v struct {
+		Resume map[string]string `json:"resume"`
+	}
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatal(err)
+	}
+	want := "nexa agent review.nx Reviewer --resume " + runID + " --store runs.db --approve call_1 --approve call_2"
+	if v.Resume["approve"] != want {
+		t.Fatalf("resume.approve = %q, want %q", v.Resume["approve"], want)
+	}
+}
