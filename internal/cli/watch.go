@@ -439,17 +439,20 @@ func completedEvent(e state.JournalEntry) watchEvent {
 // finish prints a stopped run: calls left without an outcome, the
 // run.finished event, and the run as nexa agent prints it; it returns the
 // exit code nexa agent would have given.
-func (w *watcher) finish(ctx context.Context, st *state.RunState) (int, error) {
+func (w *watcher) finish(ctx context.Context, seen *state.RunState) (int, error) {
 	// The whole run, for the lists of the final object (denied calls
-	// included), read once.
-	whole, _, err := w.load(ctx, 0)
+	// included), read once; if another process took the run up again
+	// meanwhile, the stop the watch saw is what it reports.
+	st, _, err := w.load(ctx, 0)
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, w.interrupted(ctx)
 		}
 		return 0, err
 	}
-	st = whole
+	if w.driven(st) {
+		st = seen
+	}
 	engine.ExpireApprovals(st, w.now())
 	code := exitCodeFor(st.Status)
 	runErr := st.Error
