@@ -44,6 +44,7 @@ written on a refusal.`,
 	cmd.AddCommand(newRunsListCmd(e, open), newRunsShowCmd(e, open, hints), newRunsApproveCmd(e, open, hints),
 		newRunsResolveCmd(e, open, hints), newRunsPruneCmd(e, open),
 		newRunsExportCmd(e, open), newRunsImportCmd(e, func() (session.Store, error) { return openWith(true) }))
+	cmd.AddCommand(newRunsWatchCmd(e, open, hints))
 	return cmd
 }
 
