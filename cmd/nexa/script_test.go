@@ -54,6 +54,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"capture":         cmdCapture,
 			"jsonis":          cmdJSONIs,
+			"jsonlines":       cmdJSONLines,
 			"exits":           cmdExits,
 			"fakemodel":       cmdFakeModel,
 			"httpsink":        cmdHTTPSink,

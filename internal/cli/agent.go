@@ -48,6 +48,9 @@ type agentFlags struct {
 	// warnings are the program's compile warnings, for the object's
 	// warnings array (nil until the program is compiled).
 	warnings []diagJSON
+	// stream renders the run's events on stdout with --output jsonl
+	// (nil otherwise); it is closed before the final object is printed.
+	stream *jsonlStream
 }
 
 func newAgentCmd(e *env) *cobra.Command {
@@ -94,7 +97,7 @@ Exit codes: 0 completed, 1 failed, 2 usage or input error (nothing written),
 	fl.IntVar(&f.maxTurns, "max-turns", 0, "budget: most provider requests in the run (0: unlimited)")
 	fl.IntVar(&f.maxToolCalls, "max-tool-calls", 0, "budget: most tool executions in the run (0: unlimited)")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "budget: most total tokens in the run (0: unlimited)")
-	fl.StringVar(&f.output, "output", "json", "what stdout carries: json or text")
+	fl.StringVar(&f.output, "output", "json", "what stdout carries: json, jsonl (one event per line, then the object) or text")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress on stderr")
 	fl.StringVar(&f.policy, "policy", "", "policy `FILE` of rules that allow, deny or ask about tool calls (or NEXA_POLICY)")
 	fl.StringVar(&f.approvalWait, "approval-timeout", "", "how long a call may wait for a decision before it expires: seconds or a duration like 2h")
@@ -122,17 +125,17 @@ func agentFailure(e *env, f *agentFlags, code int, errCode, msg string) error {
 			res = resultOf(run, nil, "", hintFlags(run, nil, f.store))
 			res.Error = &state.RunError{Code: errCode, Message: msg}
 		}
-		writeJSON(e.stdout, f.withWarnings(res))
+		f.writeResult(e.stdout, f.withWarnings(res))
 	})
 	fmt.Fprintf(e.stderr, "nexa: %s\n", msg)
 	return exitWith(code)
 }
 
 func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
-	if f.output != "json" && f.output != "text" {
+	if f.output != "json" && f.output != "jsonl" && f.output != "text" {
 		given := f.output
 		f.output = "json"
-		return agentUsageError(e, f, fmt.Sprintf("--output must be json or text, not %q", given))
+		return agentUsageError(e, f, fmt.Sprintf("--output must be json, jsonl or text, not %q", given))
 	}
 	if f.resume != "" && (len(args) == 0 || f.resume == "last" || needsStoredChoice(e, c)) {
 		// What the command leaves out comes from the run: its file and
@@ -258,6 +261,10 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	defer e.closeOutput()
 	display = progress(e, f.quiet)
 	display.redact = sess.Redact
+	if f.output == "jsonl" {
+		f.stream = newJSONLStream(e.stdout, testClock(), sess.Redact)
+		display.stream = f.stream
+	}
 	defer display.close()
 	if f.resume != "" && !engine.ValidRunID(f.resume) {
 		return finishAgent(e, c, f, nil, nil, file, &engine.Error{Code: engine.CodeRunNotFound, Refusal: true,
@@ -427,7 +434,7 @@ func finishAgent(e *env, c *cobra.Command, f *agentFlags, run *state.RunState, t
 		if f.output == "text" {
 			printTextResult(e.stdout, res)
 		} else {
-			writeJSON(e.stdout, res)
+			f.writeResult(e.stdout, res)
 		}
 	})
 	if !f.quiet {

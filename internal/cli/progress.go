@@ -45,6 +45,9 @@ type progressPrinter struct {
 	// redact removes secret values from error texts before they are
 	// shown; nil shows none of them.
 	redact func(string) string
+	// stream, when set (--output jsonl), renders the same events as
+	// JSON lines on stdout; --quiet does not silence it.
+	stream *jsonlStream
 }
 
 func progress(e *env, quiet bool) *progressPrinter {
@@ -126,8 +129,12 @@ func seconds(d time.Duration) string {
 	return fmt.Sprintf("%.1fs", d.Seconds())
 }
 
-// observe receives runtime events.
+// observe receives runtime events: the one source of the progress lines
+// and, with --output jsonl, of the stream of JSON lines.
 func (p *progressPrinter) observe(ev engine.Event) {
+	if p.stream != nil {
+		p.stream.observe(ev)
+	}
 	if p.quiet {
 		return
 	}
@@ -295,6 +302,9 @@ func printTextResult(w io.Writer, r *runResult) {
 
 // retrying reports a provider retry (the provider's OnRetry hook).
 func (p *progressPrinter) retrying(attempt int, err error, delay time.Duration) {
+	if p.stream != nil {
+		p.stream.retrying(attempt, err, delay)
+	}
 	if p.quiet {
 		return
 	}

@@ -177,7 +177,7 @@ func stopAtOnce(e *env, f *agentFlags, st session.Store, runID, file string) {
 		if f.output == "text" {
 			printTextResult(e.stdout, res)
 		} else {
-			writeJSON(e.stdout, res)
+			f.writeResult(e.stdout, res)
 		}
 		fmt.Fprintf(e.stderr, "nexa: %s\n", msg)
 		os.Exit(ExitInterrupted)

@@ -106,7 +106,16 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 			"the outcome of %s is unknown: verify what happened and record it with nexa runs resolve before resuming", ids)}, state.Delta{})
 	}
 	if len(pending) > 0 {
-		return d.finish(ctx, state.StatusWaitingApproval, nil, state.Delta{})
+		waiting := make([]Event, len(pending))
+		for i, e := range pending {
+			risk := e.Risk
+			if t := d.r.exposed[e.Tool]; t != nil && risk == "" {
+				risk = t.Risk
+			}
+			waiting[i] = Event{Kind: EventCallPending, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool,
+				Arguments: e.Arguments, Risk: risk, ExpiresAt: e.ExpiresAt}
+		}
+		return d.finish(ctx, state.StatusWaitingApproval, nil, state.Delta{}, waiting...)
 	}
 	if err := d.flushHeld(ctx); err != nil {
 		return stepStop, err
@@ -312,4 +321,18 @@ func notExecuted(err error) bool {
 	}
 	var ns interface{ NotStarted() bool }
 	return errors.As(err, &ns) && ns.NotStarted()
+}
+
+// decidedEvent reports the decision recorded on e (EventCallDecided).
+func decidedEvent(runID string, e *state.JournalEntry) Event {
+	ev := Event{Kind: EventCallDecided, RunID: runID, CallID: e.CallID, Tool: e.Tool, By: e.DecidedBy, Reason: e.Reason}
+	switch {
+	case e.Outcome == "expired":
+		ev.Decision = "expired"
+	case e.Decision != nil && *e.Decision:
+		ev.Decision = "approved"
+	default:
+		ev.Decision = "denied"
+	}
+	return ev
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/nexa-run/nexa/internal/state"
@@ -20,6 +21,12 @@ const (
 	EventToolStart
 	EventToolDone
 	EventRunStopped
+	// EventCallPending reports a call that waits for a person's decision,
+	// once the run has stopped waiting for it (saved as waiting_approval).
+	EventCallPending
+	// EventCallDecided reports a decision recorded on a call: a person's
+	// (--approve/--deny of a resume), a policy rule's, or an expiry.
+	EventCallDecided
 )
 
 // Event is one step of a run as a person watching it would want to see it.
@@ -36,4 +43,18 @@ type Event struct {
 	Duration time.Duration
 	Status   state.Status
 	Err      error
+
+	// Usage is what one provider reply used (EventProviderDone of a
+	// reply), so a reader can follow the spend as it happens.
+	Usage *state.Usage
+	// Arguments, Risk and ExpiresAt describe a pending call
+	// (EventCallPending): what a person is asked to decide on.
+	Arguments json.RawMessage
+	Risk      string
+	ExpiresAt *time.Time
+	// Decision is approved, denied or expired (EventCallDecided); By is
+	// who decided (a person, or policy:RULE) and Reason why.
+	Decision string
+	By       string
+	Reason   string
 }

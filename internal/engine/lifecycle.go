@@ -248,7 +248,12 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 	// waits that ran out expire, before any decision is applied.
 	now := r.now()
 	changed := r.rederive(run, now)
-	changed = append(changed, ExpireApprovals(run, now)...)
+	expired := ExpireApprovals(run, now)
+	changed = append(changed, expired...)
+	var decided []Event
+	for i := range expired {
+		decided = append(decided, decidedEvent(run.ID, &expired[i]))
+	}
 	if len(o.Decisions) > 0 {
 		ds := stamp(o.Decisions, now)
 		delta, err := ApplyDecisions(run, ds, r)
@@ -256,6 +261,9 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 			return refusedWhole(ctx, r.store, run, ds, err)
 		}
 		changed = append(changed, delta.Journal...)
+		for i := range delta.Journal {
+			decided = append(decided, decidedEvent(run.ID, &delta.Journal[i]))
+		}
 	}
 	if len(changed) > 0 {
 		// The run continues at once, so this save does not stop it: it
@@ -270,7 +278,7 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 	}
 	stop := r.keepLease(run.ID, l)
 	defer stop()
-	return r.continueRun(ctx, run, crashed)
+	return r.continueRun(ctx, run, crashed, decided...)
 }
 
 // Decide records decisions on pending calls of a run without continuing

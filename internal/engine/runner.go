@@ -288,8 +288,13 @@ func (r *Runner) Continue(ctx context.Context, st *state.RunState) (*state.RunSt
 
 // continueRun is Continue for a caller that saw the run's status before
 // changing it (Resume marks the run running when it records decisions).
-func (r *Runner) continueRun(ctx context.Context, st *state.RunState, crashed bool) (*state.RunState, error) {
+// The announce events (decisions this resume recorded) are observed right
+// after EventRunResumed.
+func (r *Runner) continueRun(ctx context.Context, st *state.RunState, crashed bool, announce ...Event) (*state.RunState, error) {
 	r.observe(Event{Kind: EventRunResumed, RunID: st.ID})
+	for _, ev := range announce {
+		r.observe(ev)
+	}
 	return r.drive(ctx, st, crashed)
 }
 
@@ -467,8 +472,9 @@ func (d *driver) flushHeld(ctx context.Context) error {
 	return d.saveClosing(ctx, state.Delta{})
 }
 
-// finish saves a final status for this drive and stops.
-func (d *driver) finish(ctx context.Context, status state.Status, rerr *state.RunError, delta state.Delta) (step, error) {
+// finish saves a final status for this drive and stops. The announce
+// events are observed once that status is saved, before EventRunStopped.
+func (d *driver) finish(ctx context.Context, status state.Status, rerr *state.RunError, delta state.Delta, announce ...Event) (step, error) {
 	d.st.Status = status
 	if rerr != nil {
 		rerr.Message = d.r.redact(rerr.Message)
@@ -476,6 +482,9 @@ func (d *driver) finish(ctx context.Context, status state.Status, rerr *state.Ru
 	d.st.Error = rerr
 	if err := d.save(ctx, delta); err != nil {
 		return stepStop, err
+	}
+	for _, ev := range announce {
+		d.r.observe(ev)
 	}
 	d.r.observe(Event{Kind: EventRunStopped, RunID: d.st.ID, Status: status})
 	return stepStop, nil
@@ -585,7 +594,8 @@ func (d *driver) request(ctx context.Context) (step, error) {
 		}
 		return d.finish(ctx, state.StatusFailed, &state.RunError{Code: CodeProviderError, Message: err.Error()}, state.Delta{})
 	}
-	d.r.observe(Event{Kind: EventProviderDone, RunID: st.ID, Turn: turn, Duration: elapsed, Calls: len(reply.Message.ToolCalls)})
+	replyUsage := reply.Usage
+	d.r.observe(Event{Kind: EventProviderDone, RunID: st.ID, Turn: turn, Duration: elapsed, Calls: len(reply.Message.ToolCalls), Usage: &replyUsage})
 
 	usage := reply.Usage
 	usage.ProviderRequests = 1
@@ -625,6 +635,12 @@ func (d *driver) request(ctx context.Context) (step, error) {
 		return stepStop, err
 	}
 	failpoint.Hit("after-reply-saved")
+	for i := range delta.Journal {
+		// Calls a policy rule decided when they were journaled.
+		if e := &delta.Journal[i]; e.Decision != nil && e.Stage == state.StageNotStarted {
+			d.r.observe(decidedEvent(st.ID, e))
+		}
+	}
 	return stepContinue, nil
 }
 
