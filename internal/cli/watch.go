@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -522,11 +521,4 @@ func (w *watcher) emit(ev watchEvent) {
 // nexa agent are off a terminal.
 func (w *watcher) line(t time.Time, s string) {
 	fmt.Fprintf(w.out, "%s %s\n", t.UTC().Format(time.RFC3339), s)
-}
-
-// writeJSONLine writes v as one line of JSON.
-func writeJSONLine(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v) // one line, with its newline
 }
