@@ -11,7 +11,7 @@ VERSION := $(shell git describe --tags --exact-match 2>/dev/null || echo 0.1.0-d
 TESTTAGS := nexatest
 LDFLAGS := -s -w -X github.com/nexa-run/nexa/internal/cli.Version=$(VERSION) -X github.com/nexa-run/nexa/internal/cli.Commit=$(COMMIT)
 
-.PHONY: build test test-race test-slowpython lint bench fuzz demo clean
+.PHONY: build test test-race test-slowpython lint bench fuzz demo man clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/nexa ./cmd/nexa
@@ -56,8 +56,15 @@ lint:
 bench:
 	$(GO) test -tags $(TESTTAGS) -run '^$$' -bench . -benchmem ./...
 
+# A man page per command and help topic in man/ (generated, not committed):
+# man -l man/nexa-runs-show.1. The generator is a program of its own, so
+# the nexa binary does not carry it.
+man:
+	rm -rf man
+	$(GO) run -ldflags '-X github.com/nexa-run/nexa/internal/cli.Version=$(VERSION)' ./internal/cli/genman man
+
 demo: build
 	./examples/review/demo.sh bin/nexa
 
 clean:
-	rm -rf bin
+	rm -rf bin man

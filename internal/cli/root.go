@@ -191,6 +191,8 @@ unknown outcomes.`,
 		root.AddCommand(add(e))
 	}
 	root.AddCommand(newVersionCmd(e))
+	root.AddCommand(helpTopics()...)
+	addCompletions(e, root)
 	return root
 }
 
