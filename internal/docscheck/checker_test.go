@@ -42,9 +42,9 @@ func TestCheckNexa(t *testing.T) {
 		}
 	}
 	for _, bad := range [][]string{
-		{"runs", "lst"},                              // no such subcommand
-		{"runs"},                                     // a parent, not a command
-		{"agent", "f.nx", "A", "--resum", "X"},       // misspelt flag
+		{"runs", "lst"},                        // no such subcommand
+		{"runs"},                               // a parent, not a command
+		{"agent", "f.nx", "A", "--resum", "X"}, // misspelt flag
 		{"runs", "approve", "X", "X", "--approve=1"}, // agent's flag on runs approve
 		{"agent", "f.nx", "A", "--resume"},           // flag without its value
 		{"serve-it"},                                 // no such command

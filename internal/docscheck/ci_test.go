@@ -172,9 +172,9 @@ func TestCIRecipes(t *testing.T) {
 	}
 	for what, ok := range map[string]bool{
 		"a GitHub workflow whose second job waits on a protected environment": githubGated,
-		"that workflow on a PostgreSQL store":                                  pgStore,
-		"that workflow with an SQLite store passed as an artifact":             sqliteAr,
-		"a GitLab manual job on a protected environment":                       gitlabManual,
+		"that workflow on a PostgreSQL store":                                 pgStore,
+		"that workflow with an SQLite store passed as an artifact":            sqliteAr,
+		"a GitLab manual job on a protected environment":                      gitlabManual,
 	} {
 		if !ok {
 			t.Errorf("docs/ci.md has no %s", what)
