@@ -11,10 +11,29 @@ VERSION := $(shell git describe --tags --exact-match 2>/dev/null || echo 0.1.0-d
 TESTTAGS := nexatest
 LDFLAGS := -s -w -X github.com/nexa-run/nexa/internal/cli.Version=$(VERSION) -X github.com/nexa-run/nexa/internal/cli.Commit=$(COMMIT)
 
-.PHONY: build test test-race test-slowpython lint bench fuzz demo man clean
+.PHONY: build dist test test-race test-slowpython lint bench fuzz demo man clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/nexa ./cmd/nexa
+
+# Release binaries: one static binary per platform, named nexa-OS-ARCH, in
+# DIST, with their SHA-256 checksums in DIST/SHA256SUMS (the format
+# `sha256sum -c` reads). Each is stamped with VERSION and COMMIT, which
+# `nexa version --json` prints; both can be set on the command line. Only
+# the files this target writes are removed first, never the directory.
+DIST      ?= dist
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+dist:
+	@mkdir -p '$(DIST)' && rm -f '$(DIST)'/nexa-*-* '$(DIST)/SHA256SUMS'
+	@set -e; for p in $(PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; \
+		echo "build $(DIST)/nexa-$$os-$$arch ($(VERSION), $(COMMIT))"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
+			-o '$(DIST)'/nexa-$$os-$$arch ./cmd/nexa; \
+	done
+	@cd '$(DIST)' && if command -v sha256sum >/dev/null 2>&1; then sha256sum nexa-*-* > SHA256SUMS; \
+		else shasum -a 256 nexa-*-* > SHA256SUMS; fi
+	@cat '$(DIST)/SHA256SUMS'
 
 # The test command of the README and of .ci/run.
 test:
@@ -67,4 +86,4 @@ demo: build
 	./examples/review/demo.sh bin/nexa
 
 clean:
-	rm -rf bin man
+	rm -rf bin man dist

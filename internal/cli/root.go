@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -233,17 +235,89 @@ var commands []func(*env) *cobra.Command
 func register(f func(*env) *cobra.Command) { commands = append(commands, f) }
 
 func versionString() string {
-	return fmt.Sprintf("%s (language %s, commit %s)", Version, LanguagePath, Commit)
+	v, c := buildStamp()
+	return fmt.Sprintf("%s (language %s, commit %s)", v, LanguagePath, c)
+}
+
+// buildStamp is the version and commit of this binary. The Makefile's
+// LDFLAGS set both; a plain `go install` sets neither, so the values Go
+// records in the binary stand in: the module version of
+// `go install …@v1.2.3` and the VCS revision of a build in a checkout
+// (a "-dirty" suffix when the tree had changes). A binary nobody stamped
+// says "dev" and "unknown" rather than guess.
+func buildStamp() (version, commit string) {
+	info, _ := debug.ReadBuildInfo()
+	return stampFrom(Version, Commit, info)
+}
+
+// stampFrom fills a version or commit the linker left at its default from
+// the build info (nil when the binary has none).
+func stampFrom(version, commit string, info *debug.BuildInfo) (string, string) {
+	if info == nil {
+		return version, commit
+	}
+	if version == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		version = info.Main.Version
+	}
+	if commit == "unknown" {
+		var rev string
+		dirty := false
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if rev != "" {
+			if len(rev) > 12 {
+				rev = rev[:12]
+			}
+			if dirty {
+				rev += "-dirty"
+			}
+			commit = rev
+		}
+	}
+	return version, commit
+}
+
+// versionJSON is what `nexa version --json` prints: what a bug report or a
+// deployment check needs to know about the binary, field by field, so no
+// one has to parse the human line.
+type versionJSON struct {
+	Version  string `json:"version"`
+	Commit   string `json:"commit"`
+	Language string `json:"language"`
+	Go       string `json:"go"`
+	OS       string `json:"os"`
+	Arch     string `json:"arch"`
 }
 
 func newVersionCmd(e *env) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, the language path and the commit",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			v, commit := buildStamp()
+			if asJSON {
+				writeJSON(e.stdout, versionJSON{
+					Version:  v,
+					Commit:   commit,
+					Language: LanguagePath,
+					Go:       runtime.Version(),
+					OS:       runtime.GOOS,
+					Arch:     runtime.GOARCH,
+				})
+				return nil
+			}
 			fmt.Fprintf(e.stdout, "nexa %s\n", versionString())
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"version", "commit", "language", "go", "os", "arch"} as JSON`)
+	return cmd
 }
