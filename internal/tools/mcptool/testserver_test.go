@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/nexa-run/nexa/internal/proctree"
 	"net"
 	"net/http"
 	"os"
@@ -25,6 +26,7 @@ const envServer = "NEXA_MCPTOOL_TESTSERVER"
 const probeEnv = "NEXA_MCPTOOL_PROBE"
 
 func TestMain(m *testing.M) {
+	proctree.RunIfSupervisor() // stdio servers are supervised by this test binary, started again
 	if mode := os.Getenv(envServer); mode != "" {
 		os.Exit(serveTestServer(mode, os.Args[1:]))
 	}
