@@ -98,6 +98,11 @@ func Start(cmd *exec.Cmd) error {
 		// The command at least dies with nexa.
 		return StartDirect(cmd)
 	}
+	if !dispatching.Load() {
+		// Started again, this binary would not act as the supervisor
+		// but run as itself (a test binary would run its tests again).
+		return fmt.Errorf("start %s: this program does not call proctree.RunIfSupervisor at start-up, so it cannot supervise the processes it starts", cmd.Path)
+	}
 	reportR, reportW, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("start %s: report pipe: %w", cmd.Path, err)

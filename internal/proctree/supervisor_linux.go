@@ -9,12 +9,17 @@ import (
 	"os/signal"
 	goruntime "runtime"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
+
+// dispatching records that this program called RunIfSupervisor, so that
+// Start may run it again as a supervisor.
+var dispatching atomic.Bool
 
 // RunIfSupervisor turns this process into a tool's supervisor when Start
 // started it as one (argv[0] "nexa-supervisor"), and then never returns;
@@ -23,6 +28,7 @@ import (
 // that does: Start re-executes the running binary.
 func RunIfSupervisor() {
 	if len(os.Args) < 3 || os.Args[0] != supervisorName {
+		dispatching.Store(true)
 		return
 	}
 	// The command is forked from this thread; its parent-death signal
