@@ -22,6 +22,6 @@ echo "(exit code $code: 3 means waiting for approval)"
 run_id=$(printf '%s\n' "$out" | sed -n 's/^  "run_id": "\(run_[^"]*\)".*/\1/p')
 call_id=$(printf '%s\n' "$out" | sed -n 's/^ *"call_id": "\([^"]*\)".*/\1/p' | head -n 1)
 echo
-echo "\$ nexa agent review.nx Reviewer --resume $run_id --approve $call_id --provider script:model.json"
-"$nexa" agent review.nx Reviewer --resume "$run_id" --approve "$call_id" --provider script:model.json
+echo "\$ nexa agent --resume $run_id --approve $call_id"
+"$nexa" agent --resume "$run_id" --approve "$call_id"
 echo "(exit code $?: 0 means completed)"
