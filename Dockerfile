@@ -32,7 +32,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 10001 nexa \
  && useradd --uid 10001 --gid 10001 --home-dir /home/nexa --create-home --shell /usr/sbin/nologin nexa \
- && mkdir /work && chown nexa:nexa /work
+ && mkdir /srv/nexa && chown nexa:nexa /srv/nexa
 COPY --from=build /out/nexa /usr/local/bin/nexa
 
 # tools: for agents whose tools are written in Python, and for tools with
@@ -43,7 +43,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 bubblewrap \
  && rm -rf /var/lib/apt/lists/*
 USER 10001:10001
-WORKDIR /work
+WORKDIR /srv/nexa
 ENTRYPOINT ["nexa"]
 CMD ["--help"]
 
@@ -51,6 +51,6 @@ CMD ["--help"]
 # refused with a clear error here, never run another way.
 FROM base AS nexa
 USER 10001:10001
-WORKDIR /work
+WORKDIR /srv/nexa
 ENTRYPOINT ["nexa"]
 CMD ["--help"]
