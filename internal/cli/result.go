@@ -9,13 +9,11 @@ import (
 	"github.com/nexa-run/nexa/internal/session"
 	"io"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/ir"
-	"github.com/nexa-run/nexa/internal/shellquote"
 	"github.com/nexa-run/nexa/internal/state"
 )
 
@@ -100,18 +98,7 @@ func resultOf(st *state.RunState, tool func(string) *ir.Tool, file, flags string
 // recorded them, fallback: this command's), then --store when this command
 // named its store with the flag, already shell-quoted.
 func hintFlags(st *state.RunState, fallback []string, storeFlag string) string {
-	flags := st.Config.HintFlags()
-	if len(flags) == 0 {
-		flags = fallback
-	}
-	var b strings.Builder
-	for _, f := range flags {
-		b.WriteString(" " + shellquote.Quote(f))
-	}
-	if storeFlag != "" {
-		b.WriteString(" --store " + shellquote.Quote(storeFlag))
-	}
-	return b.String()
+	return resumecmd.Flags(st, fallback, storeFlag)
 }
 
 // peekRun loads run id from the store, for a message about a run whose
@@ -231,13 +218,3 @@ func writeJSON(w io.Writer, v any) {
 }
 
 func jsonUnmarshalString(b []byte, s *string) error { return json.Unmarshal(b, s) }
-
-// continueCommand is the command that continues st, for a line of advice:
-// the short form when the run recorded its provider choice, else the long
-// one with flags (already quoted).
-func continueCommand(st *state.RunState, flags string) string {
-	if st.Config.Choice != nil {
-		return "nexa agent --resume " + st.ID + resumecmd.StoreFlagOnly(flags)
-	}
-	return fmt.Sprintf("nexa agent %s %s --resume %s%s", shellquote.Quote(st.Config.SourceFile), shellquote.Quote(st.Config.Agent), st.ID, flags)
-}

@@ -413,7 +413,7 @@ told in the tool result that a person changed the arguments, and to what.`,
 			} else {
 				fmt.Fprintf(e.stdout, "call %s of run %s %s (revision %d)\n", args[1], args[0], verb, st.Revision)
 			}
-			fmt.Fprintf(e.stderr, "continue with: %s\n", continueCommand(st, hints(st)))
+			fmt.Fprintf(e.stderr, "continue with: %s\n", resumecmd.Base(st, "", hints(st)))
 			return nil
 		},
 	}
@@ -535,7 +535,7 @@ then continues with this result without executing the tool again.`,
 			case !resumecmd.Resumable(st):
 				fmt.Fprintf(e.stderr, "run %s is %s: the resolution is recorded for the record; the run does not continue\n", st.ID, st.Status)
 			case len(engine.UnknownCalls(st)) == 0:
-				fmt.Fprintf(e.stderr, "continue with: %s\n", continueCommand(st, hints(st)))
+				fmt.Fprintf(e.stderr, "continue with: %s\n", resumecmd.Base(st, "", hints(st)))
 			}
 			return nil
 		},

@@ -19,15 +19,7 @@ func Commands(st *state.RunState, file, flags string, pending []engine.PendingCa
 	if !Resumable(st) {
 		return nil
 	}
-	if file == "" {
-		file = st.Config.SourceFile
-	}
-	base := fmt.Sprintf("nexa agent %s %s --resume %s%s", shellquote.Quote(file), shellquote.Quote(st.Config.Agent), st.ID, flags)
-	if st.Config.Choice != nil {
-		// The run recorded what nexa agent needs to continue it: the
-		// short form, with only the store when this command named one.
-		base = "nexa agent --resume " + st.ID + StoreFlagOnly(flags)
-	}
+	base := Base(st, file, flags)
 	cmds := map[string]string{}
 	switch st.Status {
 	case state.StatusWaitingApproval:
@@ -76,4 +68,37 @@ func StoreFlagOnly(flags string) string {
 		return " --store " + rest
 	}
 	return ""
+}
+
+// Base is the command that continues st: the short form `nexa agent
+// --resume RUN` (with only the --store of flags) for a run that recorded
+// its provider choice, since nexa agent takes the rest from the run; else
+// the long form with FILE (the run's when empty), AGENT and flags.
+func Base(st *state.RunState, file, flags string) string {
+	if st.Config.Choice != nil {
+		return "nexa agent --resume " + st.ID + StoreFlagOnly(flags)
+	}
+	if file == "" {
+		file = st.Config.SourceFile
+	}
+	return fmt.Sprintf("nexa agent %s %s --resume %s%s", shellquote.Quote(file), shellquote.Quote(st.Config.Agent), st.ID, flags)
+}
+
+// Flags are the flags the commands of st repeat, shell-quoted, each after
+// a space: the hint flags the run recorded (state.Config.HintFlags; for a
+// run that recorded none, fallback), then --store when the showing command
+// was given one.
+func Flags(st *state.RunState, fallback []string, storeFlag string) string {
+	flags := st.Config.HintFlags()
+	if len(flags) == 0 {
+		flags = fallback
+	}
+	var b strings.Builder
+	for _, f := range flags {
+		b.WriteString(" " + shellquote.Quote(f))
+	}
+	if storeFlag != "" {
+		b.WriteString(" --store " + shellquote.Quote(storeFlag))
+	}
+	return b.String()
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/resumecmd"
-	"github.com/nexa-run/nexa/internal/shellquote"
 	"github.com/nexa-run/nexa/internal/state"
 )
 
@@ -356,24 +355,11 @@ type runView struct {
 func (s *Server) view(st *state.RunState) runView {
 	engine.ExpireApprovals(st, s.o.Now())
 	v := viewOf(s.o.Redact, st)
-	flags := ""
-	if s.o.StoreFlag != "" {
-		flags = " --store " + shellquote.Quote(s.o.StoreFlag)
-	}
-	v.Resume = resumecmd.Commands(v.RunState, "", strings.Join(quoteAll(v.Config.HintFlags()), "")+flags, v.PendingCalls, v.UnknownCalls)
+	v.Resume = resumecmd.Commands(v.RunState, "", resumecmd.Flags(v.RunState, nil, s.o.StoreFlag), v.PendingCalls, v.UnknownCalls)
 	for k, c := range v.Resume {
 		v.Resume[k] = s.o.Redact(c)
 	}
 	return v
-}
-
-// quoteAll shell-quotes each flag with a space before it.
-func quoteAll(flags []string) []string {
-	out := make([]string, len(flags))
-	for i, f := range flags {
-		out[i] = " " + shellquote.Quote(f)
-	}
-	return out
 }
 
 // viewOf is view with the redactor given, for the notifier, which has no

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/nexa-run/nexa/internal/engine"
-	"github.com/nexa-run/nexa/internal/shellquote"
+	"github.com/nexa-run/nexa/internal/resumecmd"
 	"github.com/nexa-run/nexa/internal/state"
 )
 
@@ -367,9 +367,5 @@ func decisionText(e state.JournalEntry) string {
 // was started with, then --store when the server was given one, so the
 // command reaches the same store from any shell.
 func resumeCommand(st *state.RunState, storeFlag string) string {
-	var extra []string
-	if storeFlag != "" {
-		extra = []string{"--store", storeFlag}
-	}
-	return shellquote.Join(st.Config.ResumeWords(st.ID, extra...)...)
+	return resumecmd.Base(st, "", resumecmd.Flags(st, nil, storeFlag))
 }

@@ -514,19 +514,3 @@ func (c *Config) HintFlags() []string {
 	}
 	return out
 }
-
-// ResumeWords are the words of the command that continues run id: the
-// short form `nexa agent --resume RUN` for a run that recorded its
-// provider choice (nexa agent takes the file, agent, provider and policy
-// from the run), else the long form with the file, the agent and the hint
-// flags. extra (say, --store PATH) follows.
-func (c *Config) ResumeWords(id string, extra ...string) []string {
-	words := []string{"nexa", "agent"}
-	if c.Choice == nil {
-		words = append(words, c.SourceFile, c.Agent, "--resume", id)
-		words = append(words, c.HintFlags()...)
-	} else {
-		words = append(words, "--resume", id)
-	}
-	return append(words, extra...)
-}
