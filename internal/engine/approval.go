@@ -79,7 +79,7 @@ func (r *Runner) judge(t *ir.Tool, args json.RawMessage) (bool, RuleVerdict) {
 // recorded is replaced by what the rules say now. It reports whether it
 // changed e.
 func (r *Runner) applyApproval(e *state.JournalEntry, t *ir.Tool, cfg state.Config, now time.Time) bool {
-	before := snapshot(e)
+	before := approvalOf(e)
 	needs, v := r.judge(t, e.Arguments)
 	e.NeedsApproval = needs
 	e.Risk = t.Risk
@@ -101,13 +101,31 @@ func (r *Runner) applyApproval(e *state.JournalEntry, t *ir.Tool, cfg state.Conf
 	if e.Pending() {
 		e.ExpiresAt = expiry(t, cfg, e.CreatedAt)
 	}
-	return snapshot(e) != before
+	return approvalOf(e) != before
 }
 
-// snapshot is what applyApproval may change of an entry, comparable.
-func snapshot(e *state.JournalEntry) string {
-	b, _ := json.Marshal([]any{e.NeedsApproval, e.Risk, e.Decision, e.DecidedBy, e.DecidedAt, e.Reason, e.ExpiresAt})
-	return string(b)
+// approval is what applyApproval may change of an entry, as comparable
+// values (times in Unix nanoseconds, 0 when unset).
+type approval struct {
+	needs              bool
+	risk, by, reason   string
+	decided, approved  bool
+	decidedAt, expires int64
+}
+
+func approvalOf(e *state.JournalEntry) approval {
+	nanos := func(t *time.Time) int64 {
+		if t == nil {
+			return 0
+		}
+		return t.UnixNano()
+	}
+	a := approval{needs: e.NeedsApproval, risk: e.Risk, by: e.DecidedBy, reason: e.Reason,
+		decidedAt: nanos(e.DecidedAt), expires: nanos(e.ExpiresAt)}
+	if e.Decision != nil {
+		a.decided, a.approved = true, *e.Decision
+	}
+	return a
 }
 
 // expiry is when a call of t journaled at created stops waiting for a
@@ -146,10 +164,11 @@ func (r *Runner) rederive(st *state.RunState, now time.Time) []state.JournalEntr
 		if t == nil {
 			// Journaled for a tool the agent no longer offers: nothing
 			// can say it is safe, so a person decides.
-			if !e.NeedsApproval || strings.HasPrefix(e.DecidedBy, PolicyPrefix) {
-				if strings.HasPrefix(e.DecidedBy, PolicyPrefix) {
-					e.Decision, e.DecidedBy, e.DecidedAt, e.Reason = nil, "", nil, ""
-				}
+			byRule := strings.HasPrefix(e.DecidedBy, PolicyPrefix)
+			if byRule {
+				e.Decision, e.DecidedBy, e.DecidedAt, e.Reason = nil, "", nil, ""
+			}
+			if byRule || !e.NeedsApproval {
 				e.NeedsApproval = true
 				changed = append(changed, *e)
 			}
