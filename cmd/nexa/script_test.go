@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -84,25 +83,7 @@ func lookupJSON(ts *testscript.TestScript, path string) (any, bool) {
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		ts.Fatalf("stdout is not one JSON value: %v", err)
 	}
-	for _, part := range strings.Split(path, ".") {
-		switch cur := v.(type) {
-		case map[string]any:
-			next, ok := cur[part]
-			if !ok {
-				return nil, false
-			}
-			v = next
-		case []any:
-			i, err := strconv.Atoi(part)
-			if err != nil || i < 0 || i >= len(cur) {
-				return nil, false
-			}
-			v = cur[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
+	return walkJSON(v, path)
 }
 
 func render(v any) string {

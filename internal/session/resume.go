@@ -8,9 +8,7 @@ import (
 
 	"github.com/nexa-run/nexa/internal/compile"
 	"github.com/nexa-run/nexa/internal/engine"
-	"github.com/nexa-run/nexa/internal/secrets"
 	"github.com/nexa-run/nexa/internal/state"
-	"github.com/nexa-run/nexa/internal/store/postgres"
 )
 
 // Resumer continues runs in this process, as `nexa agent FILE AGENT
@@ -76,22 +74,4 @@ func inDir(dir, path string) string {
 		return path
 	}
 	return filepath.Join(dir, path)
-}
-
-// ServeRedactor is the redactor of nexa serve: the values of secret-named
-// environment variables, NEXA_SECRETS, the store's password, and the
-// server's own token and webhook secret (extra).
-func ServeRedactor(e Env, storeFlag string, extra ...string) (func(string) string, error) {
-	values := append(environSecrets(e), secrets.URLPasswords(storeFlag)...)
-	values = append(values, postgres.Password(StoreName(e, storeFlag)))
-	values = append(values, extra...)
-	if p := e.getenv("NEXA_SECRETS"); p != "" {
-		set, err := secrets.Load(p)
-		if err != nil {
-			return nil, fmt.Errorf("NEXA_SECRETS: %w", err)
-		}
-		values = append(values, set.Strings()...)
-	}
-	red := secrets.NewRedactor(values...)
-	return red.Redact, nil
 }

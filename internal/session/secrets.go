@@ -6,6 +6,7 @@ import (
 
 	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/secrets"
+	"github.com/nexa-run/nexa/internal/store/postgres"
 )
 
 // secretSet is what the CLI knows of secrets: lookups for provider
@@ -146,4 +147,27 @@ func (s *secretSet) lookupToolSecret() func(string) (string, bool) {
 		v, ok := ts[name]
 		return v, ok
 	}
+}
+
+// ServeRedactor is the redactor of nexa serve: the values of secret-named
+// environment variables, NEXA_SECRETS, the store's password, and the
+// server's own token and webhook secret (extra).
+func ServeRedactor(e Env, storeFlag string, extra ...string) (func(string) string, error) {
+	values := append(environSecrets(e), storeSecrets(e, storeFlag)...)
+	values = append(values, extra...)
+	if p := e.getenv("NEXA_SECRETS"); p != "" {
+		set, err := secrets.Load(p)
+		if err != nil {
+			return nil, fmt.Errorf("NEXA_SECRETS: %w", err)
+		}
+		values = append(values, set.Strings()...)
+	}
+	red := secrets.NewRedactor(values...)
+	return red.Redact, nil
+}
+
+// storeSecrets are the passwords of the store a command names: in the
+// --store flag as given, and in the URL it resolves to (NEXA_STORE).
+func storeSecrets(e Env, storeFlag string) []string {
+	return append(secrets.URLPasswords(storeFlag), postgres.Password(StoreName(e, storeFlag)))
 }

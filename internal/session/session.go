@@ -10,9 +10,7 @@ import (
 
 	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/ir"
-	"github.com/nexa-run/nexa/internal/secrets"
 	"github.com/nexa-run/nexa/internal/state"
-	"github.com/nexa-run/nexa/internal/store/postgres"
 	"github.com/nexa-run/nexa/internal/store/sqlite"
 	"github.com/nexa-run/nexa/internal/tools/mcptool"
 )
@@ -74,8 +72,7 @@ func Prepare(o Options) (*Session, error) {
 	if err != nil {
 		return nil, refuse(engine.CodeUsage, err.Error())
 	}
-	sec.addSecret(secrets.URLPasswords(o.StoreFlag)...)
-	sec.addSecret(postgres.Password(StoreName(o.Env, o.StoreFlag)))
+	sec.addSecret(storeSecrets(o.Env, o.StoreFlag)...)
 	s.secrets = sec
 	onRetry := o.OnRetry
 	if onRetry == nil {
