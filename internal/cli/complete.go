@@ -104,9 +104,15 @@ func addCompletions(e *env, root *cobra.Command) {
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		})
-		setFlag(agent, "resume", runIDs)
+		setFlag(agent, "resume", func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			offered := append([]string{completionItem("last", "the newest run waiting for a person or with unknown outcomes")}, completeRunIDs(e, c, args)...)
+			return withPrefix(offered, toComplete), cobra.ShellCompDirectiveNoFileComp
+		})
 		calls := func(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 			resume := flagString(c, "resume")
+			if resume == "last" {
+				resume = completeLastRun(e, c)
+			}
 			if resume == "" {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
@@ -273,6 +279,21 @@ func completeRunIDs(e *env, c *cobra.Command, args []string) []string {
 		}
 		return out
 	})
+}
+
+// completeLastRun is the run `--resume last` names, or "" when there is
+// none (or no store), so that its calls can be completed too.
+func completeLastRun(e *env, c *cobra.Command) string {
+	found := withCompletionStore(e, c, func(ctx context.Context, s session.Store) []string {
+		if id, err := lastWaitingRun(ctx, s); err == nil {
+			return []string{id}
+		}
+		return nil
+	})
+	if len(found) == 0 {
+		return ""
+	}
+	return found[0]
 }
 
 // pendingCall is a call waiting for a decision (--approve, --deny,

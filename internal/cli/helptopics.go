@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/nexa-run/nexa/internal/lang"
 )
 
 // Help topics: `nexa help exit-codes`, `nexa help environment` and `nexa
@@ -158,4 +161,50 @@ func Command() *cobra.Command {
 	root := newRootCmd(e)
 	root.InitDefaultCompletionCmd()
 	return root
+}
+
+// newHelpCmd is `nexa help [COMMAND|TOPIC]`. Cobra's own help command
+// answers a name it does not know with the root's help and exit 0; this
+// one refuses it as a usage error (exit 2) with the nearest names, so a
+// script or a person with a typo is told so.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command|topic]",
+		Short: "Help about any command or topic",
+		Long:  "Help prints the help of any command or topic: nexa help runs approve, nexa help exit-codes.",
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			parent, _, err := c.Root().Find(args)
+			if err != nil || parent == nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []string
+			for _, sub := range parent.Commands() {
+				if !sub.Hidden && sub.Name() != "help" && strings.HasPrefix(sub.Name(), toComplete) {
+					names = append(names, sub.Name()+"\t"+sub.Short)
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			target, rest, err := c.Root().Find(args)
+			if err != nil || target == nil || len(rest) > 0 {
+				msg := fmt.Sprintf("unknown help topic %q", strings.Join(args, " "))
+				if target != nil && len(rest) > 0 {
+					var names []string
+					for _, sub := range target.Commands() {
+						if !sub.Hidden {
+							names = append(names, sub.Name())
+						}
+					}
+					if near := lang.Closest(rest[0], names); near != "" {
+						msg += "; did you mean " + near + "?"
+					}
+				}
+				return usageErrorf("%s (see 'nexa help')", msg)
+			}
+			target.InitDefaultHelpFlag()
+			target.InitDefaultVersionFlag()
+			return target.Help()
+		},
+	}
 }

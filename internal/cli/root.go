@@ -194,6 +194,7 @@ unknown outcomes.`,
 	}
 	root.AddCommand(newVersionCmd(e))
 	root.AddCommand(helpTopics()...)
+	root.SetHelpCommand(newHelpCmd())
 	addCompletions(e, root)
 	return root
 }
