@@ -34,8 +34,8 @@ const (
 	// task answer to Call. A key of that name sent by a server is dropped.
 	metaTask = "nexa/task"
 
-	methodCallTool   = "tools/call"
-	methodTasksGet   = "tasks/get"
+	methodCallTool    = "tools/call"
+	methodTasksGet    = "tasks/get"
 	methodTasksCancel = "tasks/cancel"
 )
 
