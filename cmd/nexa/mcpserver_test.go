@@ -14,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/nexa-run/nexa/internal/tools/mcptool/mcptest"
 )
 
 // notesServer is a small MCP server over stdio for the end-to-end stories:
@@ -142,4 +144,14 @@ func writeLater() (*mcp.CallToolResult, error) {
 	f.Close()
 	_ = child.Wait()
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "written late"}}}, nil
+}
+
+// tasksServer is the MCP test server with durable tasks
+// (internal/tools/mcptool/mcptest) over stdio, keeping its tasks and
+// effects in its working directory, the run's.
+func tasksServer() {
+	if err := mcptest.NewTaskServer(".").Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 }

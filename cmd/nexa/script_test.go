@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 			os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 		},
 		"nexa-notes-server": notesServer,
+		"nexa-tasks-server": tasksServer,
 	})
 }
 

@@ -26,6 +26,21 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 			}
 		}
 		switch {
+		case e.Stage == state.StageStarted && e.TaskID != "":
+			// Handed to a server's task: polled again, not unknown
+			// (never run again, even when idempotent).
+			if len(unknown) > 0 {
+				unknown = append(unknown, e)
+				continue
+			}
+			if s, done, err := d.rejoin(ctx, e, t); done {
+				if err != nil || s == stepStop {
+					return s, err
+				}
+				continue
+			}
+			unknown = append(unknown, e)
+			continue
 		case e.Stage == state.StageStarted:
 			if t == nil || !t.Idempotent || len(unknown) > 0 {
 				unknown = append(unknown, e)
@@ -85,6 +100,10 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 		}
 		known, err := d.execute(ctx, e, t)
 		if err != nil {
+			var left *leftError
+			if errors.As(err, &left) {
+				return d.leave(ctx, e, left.err)
+			}
 			return stepStop, err
 		}
 		if !known {
@@ -239,6 +258,13 @@ func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *ir.Tool)
 	}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	_, resumer := exec.(tool.Resumer)
+	if resumer {
+		// It bounds its request by Timeout itself: a task it is
+		// handed runs on until the run's deadline.
+		tctx = ctx
+	}
+	var handedErr error
 	inv := tool.Invocation{
 		RunID:     d.st.ID,
 		CallID:    e.CallID,
@@ -250,6 +276,14 @@ func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *ir.Tool)
 		HTTPAllow: d.r.agent.HTTPAllow,
 
 		DeadlineBound: deadlineBound,
+		DeadlineIn:    d.deadlineIn(),
+		Stop:          d.r.stop,
+	}
+	if resumer {
+		inv.Handed = func(handle string) error {
+			handedErr = d.saveHandle(ctx, e, handle)
+			return handedErr
+		}
 	}
 	if d.log != nil {
 		inv.Log = d.log
@@ -260,6 +294,12 @@ func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *ir.Tool)
 	began := d.r.now()
 	out, err := exec.Execute(tctx, inv)
 	elapsed := d.r.now().Sub(began)
+	if handedErr != nil {
+		return false, handedErr
+	}
+	if e.TaskID != "" && errors.Is(err, tool.ErrDetached) {
+		return false, &leftError{err}
+	}
 	failpoint.Hit("before-result-saved")
 	// A known result is held for the drive's next write: the started of
 	// the reply's next call, or the write that closes the round or stops
@@ -273,6 +313,7 @@ func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *ir.Tool)
 		if !out.Success {
 			outcome = "error"
 		}
+		e.Structured = d.structured(out)
 		d.hold(e, out.Success, out.Output, "executed", out.Sandboxed,
 			Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: outcome, Duration: elapsed})
 		return true, nil

@@ -143,11 +143,14 @@ func PendingCallIDs(st *state.RunState) []string {
 }
 
 // UnknownCalls are the calls whose execution began and whose result was
-// never saved.
+// never saved. A call handed to a server's task (TaskID) is not among them
+// while the run can still poll it: only once the run stopped with an
+// unknown outcome (the server lost the task) or for good.
 func UnknownCalls(st *state.RunState) []state.JournalEntry {
 	var es []state.JournalEntry
+	polled := st.Status != state.StatusUnknownOutcome && !st.Status.Terminal()
 	for _, e := range st.Journal {
-		if e.Stage == state.StageStarted {
+		if e.Stage == state.StageStarted && !(e.TaskID != "" && polled) {
 			es = append(es, e)
 		}
 	}

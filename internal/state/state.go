@@ -260,9 +260,19 @@ type JournalEntry struct {
 	// completed with outcome "expired" by whichever process next touches
 	// the run. Nil when the wait is unbounded.
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// TaskID is the handle under which the call's work goes on at its
+	// MCP server (a task of the Tasks extension), saved as part of the
+	// started stage as soon as the server answered with it: a resume
+	// polls the task instead of calling the outcome unknown
+	// (docs/reference/runtime.md#tasks).
+	TaskID string `json:"task_id,omitempty"`
 	// Result and Success are set when Stage is completed.
 	Result  string `json:"result,omitempty"`
 	Success bool   `json:"success"`
+	// Structured is the tool's structured result (an MCP tool's
+	// structuredContent that passed its output schema), also part of
+	// Result; nil when there was none.
+	Structured json.RawMessage `json:"structured_content,omitempty"`
 	// ResolvedBy names the operator who recorded the outcome of a call
 	// whose outcome was unknown (Outcome "resolved"; CompletedAt is when),
 	// for the same audit as DecidedBy: a guess about an external effect

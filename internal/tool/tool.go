@@ -21,6 +21,14 @@ var ErrNotExecuted = errors.New("tool was not executed")
 // said so itself. The journal entry then stays started.
 var ErrUnknownOutcome = errors.New("tool outcome unknown")
 
+// ErrDetached is returned (wrapped) by an executor that stopped waiting for
+// a call whose work goes on elsewhere under a handle it already gave to
+// Invocation.Handed (an MCP server's task): the run was asked to stop, or
+// the connection to the server was lost while polling. The outcome is not
+// unknown: the journal entry stays started with its handle, and a resume
+// asks the executor (Resumer) to pick the call up again.
+var ErrDetached = errors.New("tool call left running under a journaled handle")
+
 // Invocation is one execution of one tool call.
 type Invocation struct {
 	RunID     string
@@ -45,6 +53,23 @@ type Invocation struct {
 	// HTTPAllow are the internal hosts the agent lets std.http reach
 	// (ir.Agent.HTTPAllow); every other internal address is refused.
 	HTTPAllow []string
+	// DeadlineIn is the time left before the run's deadline when the call
+	// began (zero when the run has none). Most executors need only
+	// Timeout; an executor that waits for work handed to a server (a
+	// Resumer) is bounded by the deadline alone once it has a handle.
+	DeadlineIn time.Duration
+	// Stop is closed when the run is asked to stop after its current step
+	// (a first Ctrl-C). An executor waiting on work that goes on without
+	// it (a Resumer polling a task) may stop waiting then and return an
+	// error wrapping ErrDetached; others ignore it. Nil never closes.
+	Stop <-chan struct{}
+	// Handed saves a handle with which a later process can pick the call
+	// up (Resumer.Resume): the journal entry's task_id. An executor calls
+	// it at most once, as soon as it has the handle and before it waits
+	// for anything; when it returns an error the handle may not be
+	// saved, and the executor returns that error at once. Nil when the
+	// caller cannot save handles.
+	Handed func(handle string) error
 }
 
 // IdempotencyKey is the key external systems can use to drop a duplicate
@@ -57,6 +82,11 @@ type Outcome struct {
 	Output    string
 	Success   bool
 	Sandboxed bool
+	// Structured is the tool's structured result (an MCP tool's
+	// structuredContent, checked against its output schema), kept in the
+	// journal beside Output, which already carries it for the model. Nil
+	// when the tool gave none.
+	Structured json.RawMessage
 }
 
 // Executor runs tools of one body kind.
@@ -83,4 +113,17 @@ type Prechecker interface {
 	// Precheck returns the reason for refusal, worded for the model, or
 	// nil. It must not have side effects.
 	Precheck(inv Invocation) error
+}
+
+// Resumer is an Executor that can pick up a call an earlier process handed
+// to a server and journaled under a handle (Invocation.Handed), instead of
+// leaving it an unknown outcome: for an MCP tool, it polls the server's
+// task until it ends. The runtime asks it for a started journal entry that
+// carries a handle; an entry without one stays unknown.
+type Resumer interface {
+	// Resume waits for the call's work under handle and returns its
+	// outcome, with the errors of Execute (ErrUnknownOutcome when the
+	// server no longer knows the handle, ErrDetached when it stops waiting
+	// again). It never starts the work anew.
+	Resume(ctx context.Context, inv Invocation, handle string) (Outcome, error)
 }

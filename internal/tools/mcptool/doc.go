@@ -59,8 +59,11 @@
 // Server.Call (and Manager.Execute) return:
 //
 //   - a result → Outcome{Success: true}, its text blocks joined by newlines,
-//     other content summarised as JSON (binary data by its size), the
-//     structured content when there is nothing else;
+//     other content summarised as JSON (binary data by its size), then the
+//     structured content as JSON unless a text block holds the same value;
+//     a tool with an output schema must return structured content matching
+//     it, else the outcome is Success false saying why (Outcome.Structured
+//     keeps a matching one);
 //   - isError: true, or a JSON-RPC error answer from the server (unknown
 //     tool, invalid params) → Outcome{Success: false} with the message: a
 //     known outcome;
@@ -79,12 +82,21 @@
 // "nexa/idempotency_key", so a server can drop a duplicate side effect when
 // an idempotent call runs again after a crash.
 //
+// # Tasks
+//
+// Calls to stdio servers declare the Tasks extension (tasks.go). A task
+// answer is handed to CallOptions.Handed (tool.Invocation.Handed, which
+// journals it) before anything else, then polled with tasks/get until it
+// ends; the run's deadline cancels it (tasks/cancel), Stop and a lost
+// connection leave it (tool.ErrDetached), and Manager.Resume
+// (tool.Resumer) polls the task of an earlier process.
+//
 // # Schema hash
 //
 // Server.SchemaHash is "sha256:<hex>" over a canonical JSON encoding of the
-// tool list sorted by name: names, descriptions, normalised input schemas
-// and annotation hints, which is everything the model and the approval
-// policy see. A run records it per server (state.MCPServer); on resume the
+// tool list sorted by name: names, descriptions, normalised input schemas,
+// output schemas (when declared) and annotation hints, which is everything
+// the model, the result checks and the approval policy see. A run records it per server (state.MCPServer); on resume the
 // servers are started again and a different hash refuses the resume like a
 // source change, because the calls in the journal were made against other
 // tools.

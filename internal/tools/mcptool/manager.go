@@ -209,34 +209,58 @@ func (s *Server) CompileTools() []*ir.Tool {
 }
 
 // Execute runs inv.Tool on the server that offers it (the one named by its
-// BodyMCP spec when that is connected), within inv.Timeout, passing the
-// invocation's idempotency key in _meta. Outcomes and errors are those of
-// Server.Call.
+// BodyMCP spec when that is connected), the request within inv.Timeout,
+// passing the invocation's idempotency key in _meta. A task the server
+// answers with is handed to inv.Handed and polled until it ends, within
+// the run's deadline (inv.DeadlineIn) and until inv.Stop closes. Outcomes
+// and errors are those of Server.CallWith.
 func (m *Manager) Execute(ctx context.Context, inv tool.Invocation) (tool.Outcome, error) {
-	if inv.Tool == nil {
-		return tool.Outcome{}, fmt.Errorf("mcptool: invocation without a tool: %w", tool.ErrNotExecuted)
+	srv, err := m.serverOf(inv)
+	if err != nil {
+		return tool.Outcome{}, fmt.Errorf("%w: %w", err, tool.ErrNotExecuted)
 	}
-	name := inv.Tool.Name
+	return srv.CallWith(ctx, inv.Tool.Name, inv.Arguments, callOptions(inv))
+}
+
+// Resume polls the task of a call an earlier process started (its id,
+// journaled through inv.Handed) until it ends; see Server.Resume.
+func (m *Manager) Resume(ctx context.Context, inv tool.Invocation, taskID string) (tool.Outcome, error) {
+	srv, err := m.serverOf(inv)
+	if err != nil {
+		return tool.Outcome{}, fmt.Errorf("%w: task %s not polled: %w", err, taskID, tool.ErrDetached)
+	}
+	return srv.Resume(ctx, inv.Tool.Name, taskID, callOptions(inv))
+}
+
+// The manager picks up the tasks of earlier calls.
+var _ tool.Resumer = (*Manager)(nil)
+
+func (m *Manager) serverOf(inv tool.Invocation) (*Server, error) {
+	if inv.Tool == nil {
+		return nil, errors.New("mcptool: invocation without a tool")
+	}
 	var srv *Server
 	if inv.Tool.Body.Kind == ir.BodyMCP && inv.Tool.Body.MCP != "" {
 		srv = m.Server(inv.Tool.Body.MCP)
 	}
 	if srv == nil {
-		srv = m.ServerFor(name)
+		srv = m.ServerFor(inv.Tool.Name)
 	}
 	if srv == nil {
-		return tool.Outcome{}, fmt.Errorf("mcptool: no connected MCP server offers tool %s: %w", name, tool.ErrNotExecuted)
+		return nil, fmt.Errorf("mcptool: no connected MCP server offers tool %s", inv.Tool.Name)
 	}
-	if inv.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, inv.Timeout, timeoutCause(inv.Timeout))
-		defer cancel()
-	}
-	var key string
+	return srv, nil
+}
+
+func callOptions(inv tool.Invocation) CallOptions {
+	o := CallOptions{Timeout: inv.Timeout, Stop: inv.Stop, Handed: inv.Handed}
 	if inv.RunID != "" || inv.CallID != "" {
-		key = inv.IdempotencyKey()
+		o.IdempotencyKey = inv.IdempotencyKey()
 	}
-	return srv.Call(ctx, name, inv.Arguments, key)
+	if inv.DeadlineIn > 0 {
+		o.Deadline = time.Now().Add(inv.DeadlineIn)
+	}
+	return o
 }
 
 // timeoutCause is the cause of a call's context when the tool's timeout

@@ -108,6 +108,9 @@ type Server struct {
 	tools  []ToolInfo
 	byName map[string]int
 	hash   string
+	// tasks says that calls declare the Tasks extension (stdio servers,
+	// whose connection taskConn wraps).
+	tasks bool
 
 	mu       sync.Mutex
 	closed   bool
@@ -147,7 +150,8 @@ func Connect(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("mcptool: start MCP server %s%s: %w", spec, where, err)
 		}
 		s.child = ch
-		transport = &mcp.IOTransport{Reader: ch.stdout, Writer: ch.stdin}
+		transport = taskTransport{&mcp.IOTransport{Reader: ch.stdout, Writer: ch.stdin}}
+		s.tasks = true
 	case TransportHTTP:
 		hc := &http.Client{}
 		if opts.HTTPClient != nil {
@@ -183,13 +187,23 @@ func Connect(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 	if opts.Log != nil {
 		handler = slog.NewTextHandler(opts.Log, &slog.HandlerOptions{Level: slog.LevelWarn})
 	}
+	caps := &mcp.ClientCapabilities{}
+	if s.tasks {
+		caps.AddExtension(ExtTasks, map[string]any{})
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: opts.ClientName, Version: opts.ClientVersion}, &mcp.ClientOptions{
 		// No roots, sampling or elicitation: nexa offers nothing to the
 		// server, and a server must not narrow its own configuration
-		// to an empty root list.
-		Capabilities: &mcp.ClientCapabilities{},
+		// to an empty root list. Only the Tasks extension, where nexa
+		// can follow a task (stdio).
+		Capabilities: caps,
 		Logger:       slog.New(handler),
+		// An input request is never answered behind the run's back.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
+	if err := registerTaskMethods(client); err != nil {
+		return nil, s.abort("set up the Tasks extension", err)
+	}
 	sess, err := client.Connect(ctx, transport, nil)
 	if err != nil {
 		return nil, s.abort("connect", err)
@@ -293,6 +307,24 @@ func (s *Server) Tool(name string) (ToolInfo, bool) {
 // different tools.
 func (s *Server) SchemaHash() string { return s.hash }
 
+// CallOptions are what a call carries besides its tool and arguments.
+type CallOptions struct {
+	// IdempotencyKey, when not empty, travels in _meta under
+	// MetaIdempotencyKey.
+	IdempotencyKey string
+	// Timeout bounds the tools/call request (zero: only ctx does). A task
+	// the server answers with is bounded by Deadline instead.
+	Timeout time.Duration
+	// Deadline is the run's deadline (zero: none): when it passes while
+	// nexa polls a task, the task is cancelled.
+	Deadline time.Time
+	// Stop, when closed, makes nexa stop polling a task (tool.ErrDetached).
+	Stop <-chan struct{}
+	// Handed saves a task's id before nexa polls it
+	// (tool.Invocation.Handed); an error from it is returned as is.
+	Handed func(taskID string) error
+}
+
 // Call runs one tool. A known result is an Outcome (Success false for
 // isError or a JSON-RPC error answer). Otherwise the error wraps
 // tool.ErrNotExecuted when the request cannot have reached the server
@@ -302,6 +334,13 @@ func (s *Server) SchemaHash() string { return s.hash }
 // flight. A non-empty idempotencyKey travels in _meta under
 // MetaIdempotencyKey.
 func (s *Server) Call(ctx context.Context, name string, args json.RawMessage, idempotencyKey string) (tool.Outcome, error) {
+	return s.CallWith(ctx, name, args, CallOptions{IdempotencyKey: idempotencyKey})
+}
+
+// CallWith is Call with options. When the server answers with a task
+// (stdio servers, which are offered the Tasks extension), its id goes to
+// o.Handed first, then the task is polled until it ends (see awaitTask).
+func (s *Server) CallWith(ctx context.Context, name string, args json.RawMessage, o CallOptions) (tool.Outcome, error) {
 	if _, ok := s.byName[name]; !ok {
 		return tool.Outcome{}, fmt.Errorf("mcptool: MCP server %s offers no tool %q (it offers %s): %w", s.spec, name, s.toolList(), tool.ErrNotExecuted)
 	}
@@ -320,12 +359,25 @@ func (s *Server) Call(ctx context.Context, name string, args json.RawMessage, id
 	}
 	defer s.end(id)
 
+	rctx := ctx
+	if o.Timeout > 0 {
+		var rcancel context.CancelFunc
+		rctx, rcancel = context.WithTimeoutCause(ctx, o.Timeout, timeoutCause(o.Timeout))
+		defer rcancel()
+	}
 	tr := &callTrace{cancel: cancel}
 	params := &mcp.CallToolParams{Name: name, Arguments: arguments}
-	if idempotencyKey != "" {
-		params.Meta = mcp.Meta{MetaIdempotencyKey: idempotencyKey}
+	meta := mcp.Meta{}
+	if o.IdempotencyKey != "" {
+		meta[MetaIdempotencyKey] = o.IdempotencyKey
 	}
-	res, err := s.sess.CallTool(withTrace(ctx, tr), params)
+	if s.tasks {
+		meta[metaClientCapabilities] = taskMeta()
+	}
+	if len(meta) > 0 {
+		params.Meta = meta
+	}
+	res, err := s.sess.CallTool(withTrace(rctx, tr), params)
 	if err == nil && res == nil {
 		err = errors.New("empty result")
 	}
@@ -333,13 +385,56 @@ func (s *Server) Call(ctx context.Context, name string, args json.RawMessage, id
 		if s.http != nil {
 			s.http.CloseIdleConnections()
 		}
-		return s.classify(ctx, name, tr, err)
+		return s.classify(rctx, name, tr, err)
 	}
-	out := tool.Outcome{Output: resultText(res), Success: !res.IsError}
+	t, isTask, err := taskOf(res)
+	if err != nil {
+		return tool.Outcome{}, fmt.Errorf("mcptool: tool %s of MCP server %s: unreadable task answer (%v); whether it took effect is unknown: %w", name, s.spec, err, tool.ErrUnknownOutcome)
+	}
+	if !isTask {
+		return s.outcome(name, res), nil
+	}
+	if o.Handed != nil {
+		if err := o.Handed(t.TaskID); err != nil {
+			return tool.Outcome{}, err
+		}
+	}
+	return s.awaitTask(ctx, name, t, o)
+}
+
+// Resume polls the task of an earlier call (its id saved through
+// CallOptions.Handed) until it ends, as CallWith does after its answer.
+func (s *Server) Resume(ctx context.Context, name, taskID string, o CallOptions) (tool.Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return tool.Outcome{}, fmt.Errorf("mcptool: tool %s of MCP server %s: task %s not polled: %v: %w", name, s.spec, taskID, context.Cause(ctx), tool.ErrDetached)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	id, err := s.begin(cancel)
+	if err != nil {
+		return tool.Outcome{}, fmt.Errorf("mcptool: tool %s: task %s not polled: %v: %w", name, taskID, err, tool.ErrDetached)
+	}
+	defer s.end(id)
+	t, err := s.getTask(ctx, taskID)
+	if err != nil {
+		return s.pollFailed(ctx, name, taskState{TaskID: taskID}, err)
+	}
+	return s.awaitTask(ctx, name, t, o)
+}
+
+// outcome turns a tools/call result into the outcome the model sees: the
+// text of its content, its structured content checked against the tool's
+// output schema, isError as a failed call.
+func (s *Server) outcome(name string, res *mcp.CallToolResult) tool.Outcome {
+	if res.NeedsInput() {
+		return tool.Outcome{Output: fmt.Sprintf("error: MCP tool %s asked for input before it would run, which nexa does not give yet; the call did not complete", name)}
+	}
+	info, _ := s.Tool(name)
+	out := structuredOutcome(info, res)
 	if res.IsError && strings.TrimSpace(out.Output) == "" {
 		out.Output = fmt.Sprintf("MCP tool %s reported an error without a message", name)
 	}
-	return out, nil
+	return out
 }
 
 // classify turns a failed tools/call into a known error answer, "not

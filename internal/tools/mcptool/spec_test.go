@@ -159,11 +159,13 @@ func TestResultText(t *testing.T) {
 		{&mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///b", Blob: []byte("xyz")}}}}, `{"bytes":3,"type":"resource","uri":"file:///b"}`},
 		{&mcp.CallToolResult{Content: []mcp.Content{&mcp.ResourceLink{URI: "file:///c", Name: "c"}}}, `{"name":"c","type":"resource_link","uri":"file:///c"}`},
 		{&mcp.CallToolResult{StructuredContent: []any{1, "x"}}, `[1,"x"]`},
-		{&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "t"}}, StructuredContent: map[string]any{"x": 1}}, "t"},
+		// Structured content goes to the model with the text, once.
+		{&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "t"}}, StructuredContent: map[string]any{"x": 1}}, "t\n{\"x\":1}"},
+		{&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{ "x" : 1 }`}}, StructuredContent: map[string]any{"x": 1}}, `{ "x" : 1 }`},
 	}
 	for _, c := range cases {
-		if got := resultText(c.res); got != c.want {
-			t.Errorf("resultText = %q, want %q", got, c.want)
+		if got := structuredOutcome(ToolInfo{}, c.res).Output; got != c.want {
+			t.Errorf("outcome text = %q, want %q", got, c.want)
 		}
 	}
 }

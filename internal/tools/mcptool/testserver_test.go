@@ -14,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nexa-run/nexa/internal/tools/mcptool/mcptest"
 )
 
 // The test binary doubles as the MCP test server: with envServer set to
@@ -39,6 +41,10 @@ func serveTestServer(mode string, args []string) int {
 		variant = args[1]
 	}
 	srv := newTestServer(variant, false)
+	if variant == "tasks" {
+		wd, _ := os.Getwd()
+		srv = mcptest.NewTaskServer(wd)
+	}
 	switch mode {
 	case "stdio":
 		if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {

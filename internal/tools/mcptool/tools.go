@@ -10,6 +10,9 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nexa-run/nexa/internal/schemacheck"
+	"github.com/nexa-run/nexa/internal/tool"
 )
 
 // Risk levels, as in the IR (ir.Tool.Risk).
@@ -45,6 +48,12 @@ type ToolInfo struct {
 	// a call again after a crash cut it off.
 	Idempotent  bool
 	Annotations Annotations
+	// OutputSchema is the tool's outputSchema, canonically encoded, or
+	// nil when it declares none; structured results are checked against
+	// it (output, or outputErr when it does not compile).
+	OutputSchema json.RawMessage
+	output       *schemacheck.Schema
+	outputErr    error
 }
 
 // riskOf maps annotations to a risk level exactly as docs/reference/runtime.md#mcp-tools
@@ -77,14 +86,31 @@ func toolInfo(t *mcp.Tool) (ToolInfo, error) {
 	if err != nil {
 		return ToolInfo{}, fmt.Errorf("input schema of tool %q: %w", t.Name, err)
 	}
-	return ToolInfo{
+	info := ToolInfo{
 		Name:        t.Name,
 		Description: t.Description,
 		InputSchema: schema,
 		Risk:        riskOf(a),
 		Idempotent:  a.Idempotent,
 		Annotations: a,
-	}, nil
+	}
+	if t.OutputSchema != nil {
+		b, err := json.Marshal(t.OutputSchema)
+		if err == nil {
+			var v any
+			if v, err = schemacheck.Decode(b); err == nil {
+				b, err = canonicalJSON(v)
+			}
+		}
+		if err != nil {
+			return ToolInfo{}, fmt.Errorf("output schema of tool %q: %w", t.Name, err)
+		}
+		info.OutputSchema = b
+		// A schema that does not compile is kept, and every structured
+		// result of the tool is then refused with this error.
+		info.output, info.outputErr = schemacheck.Compile(b)
+	}
+	return info, nil
 }
 
 // normalizeSchema returns the canonical encoding of an input schema that is
@@ -147,10 +173,13 @@ func schemaHash(tools []ToolInfo) string {
 		Description string          `json:"description"`
 		InputSchema json.RawMessage `json:"inputSchema"`
 		Annotations Annotations     `json:"annotations"`
+		// Omitted when absent, so the hash of a tool without one is
+		// what earlier versions recorded.
+		OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	}
 	entries := make([]entry, len(tools))
 	for i, t := range tools {
-		entries[i] = entry{t.Name, t.Description, t.InputSchema, t.Annotations}
+		entries[i] = entry{t.Name, t.Description, t.InputSchema, t.Annotations, t.OutputSchema}
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
 	b, err := canonicalJSON(entries)
@@ -166,21 +195,98 @@ func schemaHash(tools []ToolInfo) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// resultText turns a tool result into the text the model gets: text blocks
-// as they are, other blocks as a short JSON summary (binary data replaced by
-// its size), joined by newlines; structured content when there is nothing
-// else.
+// resultText turns a tool result's content into text: text blocks as they
+// are, other blocks as a short JSON summary (binary data replaced by its
+// size), joined by newlines.
 func resultText(res *mcp.CallToolResult) string {
 	var parts []string
 	for _, c := range res.Content {
 		parts = append(parts, contentText(c))
 	}
-	if len(parts) == 0 && res.StructuredContent != nil {
-		if b, err := canonicalJSON(res.StructuredContent); err == nil {
-			parts = append(parts, string(b))
+	return strings.Join(parts, "\n")
+}
+
+// maxProblems is how many schema problems a message lists.
+const maxProblems = 5
+
+// structuredOutcome is the outcome of a tool result: its text, with the
+// structured content added (unless a text block already says the same
+// JSON, as servers are asked to do); Success unless isError. Structured
+// content of a successful result is checked against the tool's output
+// schema: a result without it, or one that does not match, is a failed
+// call whose message says why, and is not kept as Structured.
+func structuredOutcome(info ToolInfo, res *mcp.CallToolResult) tool.Outcome {
+	text := resultText(res)
+	out := tool.Outcome{Output: text, Success: !res.IsError}
+	var structured []byte
+	if res.StructuredContent != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		if err == nil {
+			var v any
+			if v, err = schemacheck.Decode(b); err == nil {
+				structured, err = canonicalJSON(v)
+			}
+		}
+		if err != nil {
+			out.Success = false
+			out.Output = joinText(text, fmt.Sprintf("error: MCP tool %s returned structured content nexa cannot read: %v", info.Name, err))
+			return out
+		}
+		if !saysJSON(res, structured) {
+			out.Output = joinText(text, string(structured))
 		}
 	}
-	return strings.Join(parts, "\n")
+	if res.IsError || info.OutputSchema == nil {
+		if !res.IsError && structured != nil {
+			out.Structured = structured
+		}
+		return out
+	}
+	var problem string
+	switch {
+	case info.outputErr != nil:
+		problem = "its output schema is not a valid JSON Schema: " + info.outputErr.Error()
+	case structured == nil:
+		problem = "it declares an output schema but returned no structured content"
+	default:
+		v, _ := schemacheck.Decode(structured)
+		if ps := info.output.Validate(v); len(ps) > 0 {
+			problem = "its structured content does not match its output schema: " + schemacheck.Explain(ps, maxProblems)
+		}
+	}
+	if problem != "" {
+		out.Success = false
+		out.Output = joinText(out.Output, fmt.Sprintf("error: the result of MCP tool %s was refused: %s", info.Name, problem))
+		return out
+	}
+	out.Structured = structured
+	return out
+}
+
+// saysJSON reports whether a text block of res holds the same JSON value as
+// the canonical structured.
+func saysJSON(res *mcp.CallToolResult, structured []byte) bool {
+	for _, c := range res.Content {
+		t, ok := c.(*mcp.TextContent)
+		if !ok {
+			continue
+		}
+		v, err := schemacheck.Decode([]byte(t.Text))
+		if err != nil {
+			continue
+		}
+		if b, err := canonicalJSON(v); err == nil && bytes.Equal(b, structured) {
+			return true
+		}
+	}
+	return false
+}
+
+func joinText(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "\n" + b
 }
 
 // contentText renders one content block.
