@@ -218,14 +218,16 @@ func Finished(st *state.RunState) Event {
 }
 
 // Forget drops what the follower remembers of calls that completed, once
-// the run has stopped: their steps are all reported, and a run followed
-// for long (nexa serve follows every open run) should not pile them up.
-// Calls of later replies are still news.
+// the run has stopped (st): their steps are all reported, and a run
+// followed for long (nexa serve follows every open run) should not pile
+// them up. Calls of later replies are still news.
 func (f *Follower) Forget(st *state.RunState) {
-	f.baseTurn = st.Usage.ProviderRequests
-	for id, c := range f.calls {
-		if c.completed {
-			delete(f.calls, id)
+	// A call is forgotten with its reply's turn: an entry of a turn
+	// at or before baseTurn that the follower does not know is history.
+	for _, e := range st.Journal {
+		if c, ok := f.calls[e.CallID]; ok && c.completed && e.Turn > 0 {
+			f.baseTurn = max(f.baseTurn, e.Turn)
+			delete(f.calls, e.CallID)
 		}
 	}
 }
