@@ -7,12 +7,8 @@ import (
 	"time"
 
 	"github.com/nexa-run/nexa/internal/engine"
-	"github.com/nexa-run/nexa/internal/state"
+	"github.com/nexa-run/nexa/internal/runevents"
 )
-
-// eventTime is how the stream writes an event's time: RFC 3339 in UTC,
-// always with milliseconds, so that lines sort and compare as text.
-const eventTime = "2006-01-02T15:04:05.000Z07:00"
 
 // jsonlStream renders a run's events as JSON lines on stdout (--output
 // jsonl): the same events the progress lines show, for programs. Every
@@ -39,97 +35,50 @@ func newJSONLStream(w io.Writer, now func() time.Time, redact func(string) strin
 	return &jsonlStream{w: w, now: now, redact: redact}
 }
 
-// eventLine is the common head of every line, and the fields of all event
-// types (each type sets its own; docs/reference/events.md).
-type eventLine struct {
-	Type  string `json:"type"`
-	RunID string `json:"run_id"`
-	Seq   int    `json:"seq"`
-	Time  string `json:"time"`
-
-	Turn       *int            `json:"turn,omitempty"`
-	CallID     string          `json:"call_id,omitempty"`
-	Tool       string          `json:"tool,omitempty"`
-	ToolCalls  *int            `json:"tool_calls,omitempty"`
-	Usage      *replyUsage     `json:"usage,omitempty"`
-	Outcome    string          `json:"outcome,omitempty"`
-	DurationMS *int64          `json:"duration_ms,omitempty"`
-	Arguments  json.RawMessage `json:"arguments,omitempty"`
-	Risk       string          `json:"risk_level,omitempty"`
-	ExpiresAt  string          `json:"expires_at,omitempty"`
-	Decision   string          `json:"decision,omitempty"`
-	DecidedBy  string          `json:"decided_by,omitempty"`
-	Reason     string          `json:"reason,omitempty"`
-	Attempt    int             `json:"attempt,omitempty"`
-	DelayMS    *int64          `json:"delay_ms,omitempty"`
-	Status     string          `json:"status,omitempty"`
-	Error      string          `json:"error,omitempty"`
-}
-
-// replyUsage is the usage of one provider reply.
-type replyUsage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-	TotalTokens  int `json:"total_tokens"`
-}
-
-func usageOf(u *state.Usage) *replyUsage {
-	if u == nil {
-		return &replyUsage{}
-	}
-	return &replyUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
-}
-
-func ms(d time.Duration) *int64 {
-	v := d.Milliseconds()
-	return &v
-}
-
 // observe renders one engine event; events without a line (text deltas)
 // are skipped.
 func (j *jsonlStream) observe(ev engine.Event) {
-	l := eventLine{RunID: ev.RunID}
+	l := runevents.Event{RunID: ev.RunID}
 	switch ev.Kind {
 	case engine.EventRunStarted:
-		l.Type = "run.started"
+		l.Type = runevents.RunStarted
 	case engine.EventRunResumed:
-		l.Type = "run.resumed"
+		l.Type = runevents.RunResumed
 	case engine.EventProviderStart:
-		l.Type = "model.request"
-		l.Turn = &ev.Turn
+		l.Type = runevents.ModelRequest
+		l.Turn = runevents.Int(ev.Turn)
 	case engine.EventProviderDone:
-		l.Type = "model.reply"
-		l.Turn = &ev.Turn
-		l.DurationMS = ms(ev.Duration)
-		l.Usage = usageOf(ev.Usage)
-		calls := ev.Calls
-		l.ToolCalls = &calls
+		l.Type = runevents.ModelReply
+		l.Turn = runevents.Int(ev.Turn)
+		l.DurationMS = runevents.MS(ev.Duration)
+		l.Usage = runevents.UsageOf(ev.Usage)
+		l.ToolCalls = runevents.Int(ev.Calls)
 		if ev.Err != nil {
 			l.Error = j.text(ev.Err.Error())
 		}
 	case engine.EventToolStart:
-		l.Type = "tool.started"
+		l.Type = runevents.ToolStarted
 		l.CallID, l.Tool = ev.CallID, ev.Tool
 	case engine.EventToolDone:
-		l.Type = "tool.completed"
+		l.Type = runevents.ToolCompleted
 		l.CallID, l.Tool, l.Outcome = ev.CallID, ev.Tool, ev.Outcome
-		l.DurationMS = ms(ev.Duration)
+		l.DurationMS = runevents.MS(ev.Duration)
 		if ev.Err != nil {
 			l.Error = j.text(ev.Err.Error())
 		}
 	case engine.EventCallPending:
-		l.Type = "call.pending"
+		l.Type = runevents.CallPending
 		l.CallID, l.Tool, l.Risk = ev.CallID, ev.Tool, ev.Risk
-		l.Arguments = j.json(ev.Arguments)
+		l.Arguments = runevents.Arguments(j.redact, ev.Arguments)
 		if ev.ExpiresAt != nil {
-			l.ExpiresAt = ev.ExpiresAt.UTC().Format(eventTime)
+			l.ExpiresAt = runevents.Stamp(*ev.ExpiresAt)
 		}
 	case engine.EventCallDecided:
-		l.Type = "call.decided"
+		l.Type = runevents.CallDecided
 		l.CallID, l.Tool, l.Decision = ev.CallID, ev.Tool, ev.Decision
 		l.DecidedBy, l.Reason = j.text(ev.By), j.text(ev.Reason)
 	case engine.EventRunStopped:
-		l.Type = "run.finished"
+		l.Type = runevents.RunFinished
 		l.Status = string(ev.Status)
 	default:
 		return
@@ -140,14 +89,14 @@ func (j *jsonlStream) observe(ev engine.Event) {
 // retrying renders a provider retry (the provider's OnRetry hook, which
 // does not pass through the engine's events).
 func (j *jsonlStream) retrying(attempt int, err error, delay time.Duration) {
-	l := eventLine{Type: "model.retry", Attempt: attempt, DelayMS: ms(delay)}
+	l := runevents.Event{Type: runevents.ModelRetry, Attempt: attempt, DelayMS: runevents.MS(delay)}
 	if err != nil {
 		l.Error = j.text(err.Error())
 	}
 	j.write(l)
 }
 
-func (j *jsonlStream) write(l eventLine) {
+func (j *jsonlStream) write(l runevents.Event) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed {
@@ -160,7 +109,7 @@ func (j *jsonlStream) write(l eventLine) {
 	}
 	j.seq++
 	l.Seq = j.seq
-	l.Time = j.now().UTC().Format(eventTime)
+	l.Time = runevents.Stamp(j.now())
 	writeJSONLine(j.w, l)
 }
 
@@ -177,23 +126,6 @@ func (j *jsonlStream) text(s string) string {
 		return s
 	}
 	return j.redact(s)
-}
-
-// json redacts arguments and keeps them JSON (as a string when the
-// replacement broke them).
-func (j *jsonlStream) json(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return json.RawMessage("null")
-	}
-	out := j.text(string(raw))
-	if json.Valid([]byte(out)) {
-		return json.RawMessage(out)
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return json.RawMessage("null")
-	}
-	return b
 }
 
 // writeJSONLine writes v as one compact line of JSON, escaped as

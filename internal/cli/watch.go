@@ -7,14 +7,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nexa-run/nexa/internal/engine"
+	"github.com/nexa-run/nexa/internal/runevents"
 	"github.com/nexa-run/nexa/internal/session"
 	"github.com/nexa-run/nexa/internal/state"
 )
@@ -23,10 +22,6 @@ import (
 // enough that a person sees a step as it happens, and one small read, so
 // that many watchers of a PostgreSQL store cost it little.
 const defaultWatchInterval = 500 * time.Millisecond
-
-// watchWindow is how many of the newest rows a poll reads when the run has
-// moved on; a poll that finds it missed more reads the whole run once.
-const watchWindow = 64
 
 func newRunsWatchCmd(e *env, open storeOpener, hints hintFlagger) *cobra.Command {
 	var output string
@@ -37,8 +32,8 @@ func newRunsWatchCmd(e *env, open storeOpener, hints hintFlagger) *cobra.Command
 		Long: `Follow a run that another process drives (nexa agent, nexa serve --execute,
 on this machine or, with a PostgreSQL store, on another one). It reads the
 store only: every --interval it reads the run's header, and when the run has
-moved on it prints one line per step (tool started, tool completed with its
-outcome, model reply, call waiting for a decision, call decided).
+moved on it prints one line per step it finds there (model reply, call waiting
+for a decision, call decided, tool started, tool completed with its outcome).
 
 When the run stops it prints the run's final state and exits with the code
 nexa agent would have given: 0 completed, 1 failed, 3 waiting for a decision,
@@ -47,8 +42,10 @@ that has already stopped is printed and the command exits at once. A run left
 running by a process that ended without saving where it stopped exits 1.
 Ctrl-C stops watching (exit 130); the run is not touched.
 
---output jsonl prints one JSON object a line, each with type, run_id, seq and
-time, and as the last line the run as nexa agent --output json prints it.`,
+--output jsonl prints the event lines of nexa agent --output jsonl, each with
+type, run_id, seq and time (the steps the store keeps; see the events
+reference), and as the last line the run as nexa agent --output json prints
+it.`,
 		Example: `  nexa runs watch run_01J…
   nexa runs watch run_01J… --output jsonl --store postgres://…`,
 		Args: cobra.ExactArgs(1),
@@ -117,8 +114,10 @@ func runWatch(e *env, open storeOpener, hints hintFlagger, id string, jsonl bool
 }
 
 // watcher follows one run through the store alone: the header each poll,
-// the newest rows when the revision moved. It keeps what it has shown of
-// each call, so a step is printed once however the polls fall.
+// and, when the revision moved, the run's new steps as a
+// runevents.Follower derives them (the same derivation as nexa serve's
+// webhooks), printed as the event lines of nexa agent --output jsonl or as
+// lines for people.
 type watcher struct {
 	store  session.Store
 	id     string
@@ -132,53 +131,16 @@ type watcher struct {
 	// error when the watch is to end. Tests make it change the run.
 	next func(context.Context) error
 
-	seq      int          // events printed
-	batch    []watchEvent // events of one poll, printed in time order
-	batching bool
-	rev      int64 // revision last read in full
-	baseTurn int   // provider requests when the watch began
-	items    int   // provider items seen
-	journal  int   // journal entries counted
-	calls    map[string]seenCall
-}
-
-// seenCall is what the watch has printed of one call.
-type seenCall struct {
-	pending, decided, started, completed bool
-}
-
-// watchEvent is one line of runs watch --output jsonl: the types and common
-// fields of the event stream of nexa agent --output jsonl (type, run_id,
-// seq, time), so that one reader follows both.
-type watchEvent struct {
-	Type  string    `json:"type"`
-	RunID string    `json:"run_id"`
-	Seq   int       `json:"seq"`
-	Time  time.Time `json:"time"`
-
-	CallID     string          `json:"call_id,omitempty"`
-	Tool       string          `json:"tool,omitempty"`
-	Turn       int             `json:"turn,omitempty"`
-	Calls      *int            `json:"calls,omitempty"`
-	Usage      *state.Usage    `json:"usage,omitempty"`
-	Outcome    string          `json:"outcome,omitempty"`
-	Success    *bool           `json:"success,omitempty"`
-	DurationMS *int64          `json:"duration_ms,omitempty"`
-	Approved   *bool           `json:"approved,omitempty"`
-	By         string          `json:"by,omitempty"`
-	Reason     string          `json:"reason,omitempty"`
-	Status     string          `json:"status,omitempty"`
-	ExitCode   *int            `json:"exit_code,omitempty"`
-	Error      *state.RunError `json:"error,omitempty"`
-
-	text string // the line for people
+	seq    int // events printed
+	rev    int64
+	follow *runevents.Follower // nil until the watch has begun
 }
 
 // run follows the run until it stops and returns the exit code nexa agent
 // would have given; an error is a run that cannot be read, or the end of
 // the watch by ctx (exit 130, the run untouched).
 func (w *watcher) run(ctx context.Context) (int, error) {
-	st, om, err := w.load(ctx, watchWindow)
+	st, om, err := w.load(ctx, runevents.Window)
 	if err != nil {
 		return 0, err
 	}
@@ -200,11 +162,16 @@ func (w *watcher) run(ctx context.Context) (int, error) {
 		if h.Revision == w.rev && w.driven(h) {
 			continue
 		}
-		if st, err = w.advance(ctx); err != nil {
+		st, evs, err := w.follow.Read(ctx, w.load)
+		if err != nil {
 			if ctx.Err() != nil {
 				return 0, w.interrupted(ctx)
 			}
 			return 0, err
+		}
+		w.rev = st.Revision
+		for _, ev := range evs {
+			w.emit(ev, describe(ev))
 		}
 		if !w.driven(st) {
 			return w.finish(ctx, st)
@@ -247,10 +214,6 @@ func (w *watcher) interrupted(context.Context) error {
 // did before is in nexa runs show.
 func (w *watcher) begin(st *state.RunState, om state.Omitted) {
 	w.rev = st.Revision
-	w.baseTurn = st.Usage.ProviderRequests
-	w.items = om.ProviderItems + len(st.ProviderItems)
-	w.journal = om.Journal + len(st.Journal)
-	w.calls = map[string]seenCall{}
 	if !w.jsonl {
 		who := ""
 		if st.Holder != nil {
@@ -258,181 +221,47 @@ func (w *watcher) begin(st *state.RunState, om state.Omitted) {
 		}
 		w.line(w.now(), fmt.Sprintf("watching run %s (agent %s): %s at revision %d%s", st.ID, st.Config.Agent, st.Status, st.Revision, who))
 	}
-	for _, e := range st.Journal {
-		if e.Stage == state.StageCompleted {
-			continue // done before the watch; not a step to follow
-		}
-		seen := seenCall{decided: e.Decision != nil}
-		if needsPerson(e) && e.Decision == nil {
-			w.emit(w.pendingEvent(e))
-			seen.pending = true
-		}
-		if e.Stage == state.StageStarted {
-			w.emit(w.startedEvent(e))
-			seen.started = true
-		}
-		w.calls[e.CallID] = seen
+	var evs []runevents.Event
+	w.follow, evs = runevents.Begin(st, om, nil)
+	for _, ev := range evs {
+		w.emit(ev, describe(ev))
 	}
 }
 
-// advance reads what changed since the last read and prints it. It reads
-// the newest rows; when they do not reach back to what was last seen, it
-// reads the whole run once.
-func (w *watcher) advance(ctx context.Context) (*state.RunState, error) {
-	st, om, err := w.load(ctx, watchWindow)
-	if err != nil {
-		return nil, err
-	}
-	if !w.covers(st, om) {
-		if st, om, err = w.load(ctx, 0); err != nil {
-			return nil, err
-		}
-	}
-	w.rev = st.Revision
-	// One poll may find several steps: they are printed in the order
-	// they happened (a reply before the calls it asked for).
-	w.batching = true
-	defer w.flush()
-	for _, it := range st.ProviderItems {
-		if it.Seq < w.items {
-			continue
-		}
-		calls := 0
-		for _, e := range st.Journal {
-			if e.Turn == it.Seq+1 {
-				calls++
-			}
-		}
-		u := it.Usage
+// describe is the line for people of an event of the watch, in the words
+// of the progress lines of nexa agent.
+func describe(ev runevents.Event) string {
+	switch ev.Type {
+	case runevents.ModelReply:
 		text := "model replied: final answer"
-		switch {
-		case calls == 1:
+		switch n := *ev.ToolCalls; {
+		case n == 1:
 			text = "model replied: 1 tool call"
-		case calls > 1:
-			text = fmt.Sprintf("model replied: %d tool calls", calls)
+		case n > 1:
+			text = fmt.Sprintf("model replied: %d tool calls", n)
 		}
-		w.emit(watchEvent{Type: "model.reply", Time: it.CreatedAt, Turn: it.Seq + 1, Calls: &calls, Usage: &u,
-			text: fmt.Sprintf("%s (request %d, %d tokens)", text, it.Seq+1, u.TotalTokens)})
-	}
-	w.items = om.ProviderItems + len(st.ProviderItems)
-	w.journal = om.Journal + len(st.Journal)
-	for _, e := range st.Journal {
-		prev, known := w.calls[e.CallID]
-		if !known && e.Turn <= w.baseTurn {
-			continue // completed before the watch began
+		return fmt.Sprintf("%s (request %d, %d tokens)", text, *ev.Turn, ev.Usage.TotalTokens)
+	case runevents.CallPending:
+		return fmt.Sprintf("call %s (%s) waits for a decision %s", ev.CallID, ev.Tool, compactJSON(ev.Arguments, 200))
+	case runevents.CallDecided:
+		text := fmt.Sprintf("call %s (%s) %s", ev.CallID, ev.Tool, ev.Decision)
+		if ev.DecidedBy != "" {
+			text += " by " + ev.DecidedBy
 		}
-		w.calls[e.CallID] = w.step(prev, e)
-	}
-	return st, nil
-}
-
-// covers reports whether a tail read holds every row added since the last
-// read: the new provider items, the new journal entries, and every call
-// that was under way (an entry that completed is not kept in a tail if
-// newer ones push it out).
-func (w *watcher) covers(st *state.RunState, om state.Omitted) bool {
-	if om.ProviderItems > w.items {
-		return false
-	}
-	added := om.Journal + len(st.Journal) - w.journal
-	loaded, present := 0, map[string]bool{}
-	for _, e := range st.Journal {
-		present[e.CallID] = true
-		if _, known := w.calls[e.CallID]; !known && e.Turn > w.baseTurn {
-			loaded++
+		if ev.Reason != "" {
+			text += ": " + ev.Reason
 		}
-	}
-	if loaded < added {
-		return false
-	}
-	for id, c := range w.calls {
-		if !c.completed && !present[id] {
-			return false
+		return text
+	case runevents.ToolStarted:
+		return fmt.Sprintf("tool %s (%s) started", ev.Tool, ev.CallID)
+	case runevents.ToolCompleted:
+		text := fmt.Sprintf("tool %s (%s): %s", ev.Tool, ev.CallID, ev.Outcome)
+		if ev.DurationMS != nil && ev.Outcome != "denied" {
+			text += " (" + seconds(time.Duration(*ev.DurationMS)*time.Millisecond) + ")"
 		}
+		return text
 	}
-	return true
-}
-
-// step prints what happened to one call since prev and returns what has
-// now been shown of it.
-func (w *watcher) step(prev seenCall, e state.JournalEntry) seenCall {
-	if !prev.pending && !prev.decided && needsPerson(e) {
-		w.emit(w.pendingEvent(e))
-		prev.pending = true
-	}
-	if !prev.decided && e.Decision != nil {
-		t := e.CreatedAt
-		if e.DecidedAt != nil {
-			t = *e.DecidedAt
-		}
-		ok := *e.Decision
-		verb := map[bool]string{true: "approved", false: "denied"}[ok]
-		text := fmt.Sprintf("call %s (%s) %s", e.CallID, e.Tool, verb)
-		if e.DecidedBy != "" {
-			text += " by " + e.DecidedBy
-		}
-		if e.Reason != "" {
-			text += ": " + e.Reason
-		}
-		w.emit(watchEvent{Type: "call.decided", Time: t, CallID: e.CallID, Tool: e.Tool, Approved: &ok, By: e.DecidedBy, Reason: e.Reason, text: text})
-		prev.decided = true
-	}
-	if !prev.started && e.StartedAt != nil {
-		w.emit(w.startedEvent(e))
-		prev.started = true
-	}
-	if !prev.completed && e.Stage == state.StageCompleted {
-		w.emit(completedEvent(e))
-		prev.completed = true
-	}
-	return prev
-}
-
-// needsPerson reports whether a call waits, or waited, for a person's
-// decision (not one a policy rule made when the call was journaled).
-func needsPerson(e state.JournalEntry) bool {
-	return e.NeedsApproval && !(e.Decision != nil && strings.HasPrefix(e.DecidedBy, "policy:"))
-}
-
-func (w *watcher) pendingEvent(e state.JournalEntry) watchEvent {
-	return watchEvent{Type: "call.pending", Time: e.CreatedAt, CallID: e.CallID, Tool: e.Tool,
-		text: fmt.Sprintf("call %s (%s) waits for a decision %s", e.CallID, e.Tool, compactJSON(e.Arguments, 200))}
-}
-
-func (w *watcher) startedEvent(e state.JournalEntry) watchEvent {
-	t := e.CreatedAt
-	if e.StartedAt != nil {
-		t = *e.StartedAt
-	}
-	return watchEvent{Type: "tool.started", Time: t, CallID: e.CallID, Tool: e.Tool,
-		text: fmt.Sprintf("tool %s (%s) started", e.Tool, e.CallID)}
-}
-
-// completedEvent reports a completed call with the outcome words of the
-// progress lines of nexa agent: ok or error for a call that ran, else how
-// it completed (denied, expired, refused, resolved, reused).
-func completedEvent(e state.JournalEntry) watchEvent {
-	outcome := e.Outcome
-	switch outcome {
-	case "executed", "not_executed", "":
-		outcome = map[bool]string{true: "ok", false: "error"}[e.Success]
-	}
-	ok := e.Success
-	ev := watchEvent{Type: "tool.completed", CallID: e.CallID, Tool: e.Tool, Outcome: outcome, Success: &ok, Time: e.CreatedAt}
-	if e.CompletedAt != nil {
-		ev.Time = *e.CompletedAt
-	}
-	ev.text = fmt.Sprintf("tool %s (%s): %s", e.Tool, e.CallID, outcome)
-	if e.ResolvedBy != "" {
-		ev.By = e.ResolvedBy
-		ev.text += " by " + e.ResolvedBy
-	}
-	if e.StartedAt != nil && e.CompletedAt != nil {
-		ms := e.CompletedAt.Sub(*e.StartedAt).Milliseconds()
-		ev.DurationMS = &ms
-		ev.text += " (" + seconds(e.CompletedAt.Sub(*e.StartedAt)) + ")"
-	}
-	return ev
+	return ev.Type
 }
 
 // finish prints a stopped run: calls left without an outcome, the
@@ -463,19 +292,22 @@ func (w *watcher) finish(ctx context.Context, seen *state.RunState) (int, error)
 		runErr = &state.RunError{Code: engine.CodeInterrupted, Message: "the run is marked running but no process drives it: the process that drove it ended without saving where it stopped; resume it to continue (a call that was running is an unknown outcome)"}
 		text += ", but no process drives it"
 	}
-	if w.calls != nil {
-		for _, e := range st.Journal {
-			if e.Stage == state.StageStarted && st.Status != state.StatusRunning {
-				w.emit(watchEvent{Type: "tool.completed", Time: st.UpdatedAt, CallID: e.CallID, Tool: e.Tool, Outcome: "unknown",
-					text: fmt.Sprintf("tool %s (%s): unknown", e.Tool, e.CallID)})
-			}
-		}
-	}
 	if runErr != nil {
 		text += " (" + runErr.Code + ": " + runErr.Message + ")"
 	}
-	t := st.UpdatedAt
-	w.emit(watchEvent{Type: "run.finished", Time: t, Status: string(st.Status), ExitCode: &code, Error: runErr, Usage: &st.Usage, text: text})
+	// A run that had stopped when the watch began has only its stop
+	// to report.
+	evs := []runevents.Event{runevents.Finished(st)}
+	if w.follow != nil {
+		evs = w.follow.Finish(st)
+	}
+	for _, ev := range evs {
+		if ev.Type == runevents.RunFinished {
+			w.emit(ev, text)
+			continue
+		}
+		w.emit(ev, describe(ev))
+	}
 	res := resultOf(st, nil, "", w.hints(st))
 	if st.Status == state.StatusRunning {
 		res.Error = runErr
@@ -490,31 +322,20 @@ func (w *watcher) finish(ctx context.Context, seen *state.RunState) (int, error)
 	return code, nil
 }
 
-// flush prints the events of a poll in the order of their times.
-func (w *watcher) flush() {
-	batch := w.batch
-	w.batch, w.batching = nil, false
-	sort.SliceStable(batch, func(i, j int) bool { return batch[i].Time.Before(batch[j].Time) })
-	for _, ev := range batch {
-		w.emit(ev)
-	}
-}
-
-// emit numbers an event and prints it (during a poll, once the poll has
-// found all its events).
-func (w *watcher) emit(ev watchEvent) {
-	if w.batching {
-		w.batch = append(w.batch, ev)
-		return
-	}
+// emit numbers an event and prints it: as its JSON line, or as text for
+// people.
+func (w *watcher) emit(ev runevents.Event, text string) {
 	w.seq++
 	ev.Seq, ev.RunID = w.seq, w.id
-	ev.Time = ev.Time.UTC()
 	if w.jsonl {
 		writeJSONLine(w.out, ev)
 		return
 	}
-	w.line(ev.Time, ev.text)
+	t, err := time.Parse(runevents.TimeLayout, ev.Time)
+	if err != nil {
+		t = w.now()
+	}
+	w.line(t, text)
 }
 
 // line prints one line for people, timestamped as the progress lines of

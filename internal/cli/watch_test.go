@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nexa-run/nexa/internal/engine"
+	"github.com/nexa-run/nexa/internal/runevents"
+	"github.com/nexa-run/nexa/internal/schemacheck"
 	"github.com/nexa-run/nexa/internal/state"
 	"github.com/nexa-run/nexa/internal/store/sqlite"
 )
@@ -140,8 +142,11 @@ func (d *driven) watch(jsonl bool, steps ...func()) (string, int, error) {
 }
 
 // events parses a jsonl watch: the events' summaries and the final object.
+// Every event must match the schema docs/reference/events.md gives its type,
+// as the lines of nexa agent --output jsonl do.
 func events(t *testing.T, out string) ([]string, map[string]any) {
 	t.Helper()
+	schemas := eventSchemas(t)
 	var got []string
 	var last map[string]any
 	for i, l := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -157,7 +162,12 @@ func events(t *testing.T, out string) ([]string, map[string]any) {
 			t.Fatalf("event %d lacks seq, run_id or time: %s", len(got)+1, l)
 		}
 		s := v["type"].(string)
-		for _, k := range []string{"call_id", "outcome", "approved", "by", "status", "exit_code"} {
+		if sc := schemas[s]; sc == nil {
+			t.Fatalf("event %d has type %q, which events.md does not document: %s", len(got)+1, s, l)
+		} else if ps := sc.Validate(schemaValue(t, l)); len(ps) > 0 {
+			t.Fatalf("event %d does not match the schema of %s: %s\n%s", len(got)+1, s, schemacheck.Explain(ps, 5), l)
+		}
+		for _, k := range []string{"call_id", "outcome", "decision", "decided_by", "status"} {
 			if x, ok := v[k]; ok {
 				s += fmt.Sprintf(" %s=%v", k, x)
 			}
@@ -165,6 +175,16 @@ func events(t *testing.T, out string) ([]string, map[string]any) {
 		got = append(got, s)
 	}
 	return got, last
+}
+
+// schemaValue decodes a line as the schema checker reads JSON.
+func schemaValue(t *testing.T, line string) any {
+	t.Helper()
+	v, err := schemacheck.Decode([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 func TestWatchFollowsEachStepAndExitsWithTheRunsCode(t *testing.T) {
@@ -182,9 +202,9 @@ func TestWatchFollowsEachStepAndExitsWithTheRunsCode(t *testing.T) {
 	}
 	got, last := events(t, out)
 	want := []string{
-		"model.reply", "call.pending call_id=c1", "call.decided call_id=c1 approved=true by=ana",
+		"model.reply", "call.pending call_id=c1", "call.decided call_id=c1 decision=approved decided_by=ana",
 		"tool.started call_id=c1", "tool.completed call_id=c1 outcome=ok",
-		"model.reply", "run.finished status=completed exit_code=0",
+		"model.reply", "run.finished status=completed",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -199,7 +219,7 @@ func TestWatchPrintsStepsThatHappenedBetweenPollsInOrder(t *testing.T) {
 	// Many calls complete between two polls: more than one tail read
 	// holds, so the watch reads the whole run rather than skip any.
 	var calls []state.JournalEntry
-	for i := range watchWindow + 6 {
+	for i := range runevents.Window + 6 {
 		calls = append(calls, state.JournalEntry{CallID: fmt.Sprintf("c%03d", i), Tool: "t"})
 	}
 	out, code, err := d.watch(true, func() {
@@ -256,7 +276,7 @@ func TestWatchReportsACallWhoseOutcomeIsUnknown(t *testing.T) {
 		t.Fatalf("code %d err %v\n%s", code, err, out)
 	}
 	got, last := events(t, out)
-	if want := "model.reply|tool.started call_id=c1|tool.completed call_id=c1 outcome=unknown|run.finished status=unknown_outcome exit_code=4"; strings.Join(got, "|") != want {
+	if want := "model.reply|tool.started call_id=c1|tool.completed call_id=c1 outcome=unknown|run.finished status=unknown_outcome"; strings.Join(got, "|") != want {
 		t.Fatalf("events %q, want %q", strings.Join(got, "|"), want)
 	}
 	if uc, _ := last["unknown_calls"].([]any); len(uc) != 1 {
@@ -308,7 +328,7 @@ func TestWatchOfARunNobodyDrivesExits1(t *testing.T) {
 		t.Fatalf("code %d err %v\n%s", code, err, out)
 	}
 	got, last := events(t, out)
-	if len(got) != 1 || got[0] != "run.finished status=running exit_code=1" {
+	if len(got) != 1 || got[0] != "run.finished status=running" {
 		t.Fatalf("events %v", got)
 	}
 	if e, _ := last["error"].(map[string]any); e == nil || !strings.Contains(e["message"].(string), "no process drives it") {

@@ -7,17 +7,20 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nexa-run/nexa/internal/engine"
+	"github.com/nexa-run/nexa/internal/runevents"
 	"github.com/nexa-run/nexa/internal/state"
 )
 
@@ -39,12 +42,6 @@ const (
 // one: the key's bytes in base64 after it.
 const secretPrefix = "whsec_"
 
-// notifyStatuses are the statuses whose arrival is announced.
-var notifyStatuses = map[state.Status]bool{
-	state.StatusWaitingApproval: true, state.StatusCompleted: true, state.StatusFailed: true,
-	state.StatusUnknownOutcome: true, state.StatusTimedOut: true, state.StatusBudgetExhausted: true,
-}
-
 // openStatuses are the statuses a run can still leave. A poll lists the
 // runs in them (each an indexed query of a few rows) and the runs created
 // since the previous poll, never the whole store: completed runs pile up,
@@ -54,45 +51,50 @@ var openStatuses = []state.Status{
 	state.StatusInterrupted, state.StatusFailed,
 }
 
-// Event is the JSON body of a webhook, in the Standard Webhooks shape: a
-// dotted type, when the event happened, and its data.
-type Event struct {
-	// Type is "run." and the status the run entered, e.g.
-	// run.waiting_approval.
-	Type string `json:"type"`
-	// Timestamp is when the run entered the status (its last write).
-	Timestamp time.Time `json:"timestamp"`
-	Data      EventData `json:"data"`
+// Notification is one webhook: a run's event, the same object as a line of
+// nexa runs watch --output jsonl (docs/reference/events.md), with the
+// webhook-id it is sent under.
+type Notification struct {
+	// ID is the webhook-id: derived from what the event reports (the
+	// run, the type, the call and its decision or outcome, and for
+	// run.finished the status and the revision it was found at), never
+	// from when it was found, so every retry carries the same id and so
+	// does the same event found again by a restarted server. It is a
+	// hash, with no dots and nothing a run's content chooses.
+	ID    string
+	Event runevents.Event
 }
 
-// EventData is what an event says of its run: enough to act on a waiting
-// run (each pending call and the link to its page) without another request.
-type EventData struct {
-	RunID     string               `json:"run_id"`
-	Status    state.Status         `json:"status"`
-	Agent     string               `json:"agent"`
-	File      string               `json:"file"`
-	Revision  int64                `json:"revision"`
-	UpdatedAt time.Time            `json:"updated_at"`
-	Pending   []engine.PendingCall `json:"pending_calls,omitempty"`
-	Unknown   []engine.UnknownCall `json:"unknown_calls,omitempty"`
-	Error     *apiError            `json:"error,omitempty"`
-	URL       string               `json:"url,omitempty"`
-}
-
-// ID is the event's webhook-id: derived from the run, its revision and the
-// type, so every retry carries the same id and the same transition found
-// again (by a restarted server) does too. It is a hash, with no dots and
-// nothing a run's content chooses.
-func (ev Event) ID() string {
-	h := sha256.Sum256([]byte(ev.Type + "\x00" + ev.Data.RunID + "\x00" + strconv.FormatInt(ev.Data.Revision, 10)))
+// notificationID is the webhook-id of ev, found in the run at revision rev.
+func notificationID(ev runevents.Event, rev int64) string {
+	key := []string{ev.Type, ev.RunID, ev.CallID, ev.Decision, ev.Outcome, ev.Status}
+	if ev.Type == runevents.RunFinished {
+		key = append(key, strconv.FormatInt(rev, 10))
+	}
+	h := sha256.Sum256([]byte(strings.Join(key, "\x00")))
 	return "msg_" + hex.EncodeToString(h[:16])
 }
 
-// Notifier finds runs that entered a status worth announcing by polling
-// the store's run list, and posts one signed JSON event per transition.
-// It only reads runs: a notification that cannot be delivered is logged
-// and dropped, and never changes a run.
+// posted reports whether ev is one the webhooks carry: what a person or
+// another system may have to act on or record. Progress (model replies,
+// tools starting and ending well or badly) is for nexa runs watch.
+func posted(ev runevents.Event) bool {
+	switch ev.Type {
+	case runevents.CallPending, runevents.RunFinished:
+		return true
+	case runevents.CallDecided:
+		return !strings.HasPrefix(ev.DecidedBy, "policy:") // a person's, or an expiry
+	case runevents.ToolCompleted:
+		return ev.Outcome == "unknown" // somebody must find out what happened
+	}
+	return false
+}
+
+// Notifier follows the runs of the store by polling it, derives their
+// events from the store as nexa runs watch does (runevents.Follower: one
+// derivation for both), and posts the events worth a notification (posted)
+// one signed JSON object each. It only reads runs: a notification that
+// cannot be delivered is logged and dropped, and never changes a run.
 type Notifier struct {
 	// URL receives the events (POST).
 	URL string
@@ -118,15 +120,25 @@ type Notifier struct {
 	// Now and Sleep are the clock; tests replace them.
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error
-	// BaseURL, when set, links each event to the run's page.
+	// BaseURL, when set, links each event to the run's page (url).
 	BaseURL string
 	// Redact and Log as in Options.
 	Redact func(string) string
 	Log    func(format string, args ...any)
 
 	mu     sync.Mutex
-	seen   map[string]seenRun // the open runs of the last poll; nil before the first
-	newest *state.Cursor      // the newest run the last poll knew of
+	runs   map[string]*followed // the open runs of the last poll; nil before the first
+	newest *state.Cursor        // the newest run the last poll knew of
+}
+
+// followed is what the notifier keeps of a run it follows.
+type followed struct {
+	follow *runevents.Follower
+	// revision is the revision last read; finished the revision whose
+	// stop was last announced (or found by the first poll).
+	revision, finished int64
+	// seq numbers the events posted for the run.
+	seq int
 }
 
 func (n *Notifier) defaults() {
@@ -172,7 +184,7 @@ func (n *Notifier) defaults() {
 // time in the order found, each with its retries.
 func (n *Notifier) Run(ctx context.Context) {
 	n.defaults()
-	queue := make(chan Event, 256)
+	queue := make(chan Notification, 256)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -186,7 +198,7 @@ func (n *Notifier) Run(ctx context.Context) {
 				cancel()
 			}
 			if err != nil {
-				n.Log("notification %s of run %s not delivered: %v", ev.Type, ev.Data.RunID, err)
+				n.Log("notification %s of run %s not delivered: %v", ev.Event.Type, ev.Event.RunID, err)
 			}
 		}
 	}()
@@ -203,7 +215,7 @@ func (n *Notifier) Run(ctx context.Context) {
 			select {
 			case queue <- ev:
 			default:
-				n.Log("notification %s of run %s dropped: too many undelivered events", ev.Type, ev.Data.RunID)
+				n.Log("notification %s of run %s dropped: too many undelivered events", ev.Event.Type, ev.Event.RunID)
 			}
 		}
 		if n.Sleep(ctx, n.Interval) != nil {
@@ -212,15 +224,21 @@ func (n *Notifier) Run(ctx context.Context) {
 	}
 }
 
-// Poll looks at the store once and returns an event for every run whose
-// status changed into an announced one since the previous poll. The first
-// poll only learns the statuses: runs that were already waiting when the
-// server started are not announced again.
+// Poll looks at the store once and returns the notifications of every
+// step the runs took since the previous poll, in the order found (each
+// run's in the order they happened). The first poll only learns where the
+// runs stand: what they did before, and calls already waiting when the
+// server started, are not announced.
 //
-// A run is seen by a poll when it is open (openStatuses) or was created
-// since the previous poll; a run that was open and is no longer listed as
-// open has finished (or was pruned), and is read on its own.
-func (n *Notifier) Poll(ctx context.Context) ([]Event, error) {
+// A run is read when it is open (openStatuses) and written since the
+// previous poll, or was created since then, or was open and is no longer
+// listed as open (it finished, or was pruned). A run found stopped (any
+// status but running) at a revision other than the one whose stop was
+// last announced has run.finished: a run approved and waiting again on its
+// next call between two polls is announced again, with its new pending
+// calls. A run that cannot be read is reported in the error, with the
+// notifications of the others, and read again by the next poll.
+func (n *Notifier) Poll(ctx context.Context) ([]Notification, error) {
 	n.defaults()
 	open := map[string]state.Summary{}
 	var order []string // open runs in the order found, for a stable event order
@@ -235,60 +253,148 @@ func (n *Notifier) Poll(ctx context.Context) ([]Event, error) {
 		}
 	}
 	n.mu.Lock()
-	prev, since := n.seen, n.newest
+	prev, since := n.runs, n.newest
 	n.mu.Unlock()
 	fresh, newest, err := n.createdSince(ctx, since, prev == nil)
 	if err != nil {
 		return nil, err
 	}
-	seen := make(map[string]seenRun, len(open))
-	for id, r := range open {
-		seen[id] = seenRun{status: r.Status, revision: r.Revision}
+	next := make(map[string]*followed, len(open))
+	var out []Notification
+	if prev == nil {
+		for _, id := range order {
+			// What is under way when the server starts is not news.
+			fr, _, _, err := n.begin(ctx, id)
+			if err != nil && !gone(err) {
+				return nil, fmt.Errorf("read run %s: %w", id, err)
+			}
+			if fr != nil {
+				fr.finished = fr.revision
+				next[id] = fr
+			}
+		}
+	} else {
+		isFresh := map[string]bool{}
+		for _, r := range fresh {
+			isFresh[r.ID] = true
+		}
+		var errs []error
+		visit := func(id string, rev int64) {
+			evs, fr, err := n.visit(ctx, prev[id], id, rev, isFresh[id])
+			if err != nil {
+				// A follower only moves on a read that worked:
+				// the next poll tries this run again.
+				errs = append(errs, err)
+				if prev[id] != nil {
+					next[id] = prev[id]
+				}
+				return
+			}
+			out = append(out, evs...)
+			if fr != nil && fr.open {
+				next[id] = fr.followed
+			}
+		}
+		for _, id := range order {
+			visit(id, open[id].Revision)
+		}
+		for _, r := range fresh {
+			if _, ok := open[r.ID]; !ok {
+				visit(r.ID, -1) // created and stopped between two polls
+			}
+		}
+		for _, id := range slices.Sorted(maps.Keys(prev)) {
+			if _, ok := open[id]; !ok && !isFresh[id] {
+				visit(id, -1) // no longer open: stopped, or pruned
+			}
+		}
+		err = errors.Join(errs...)
 	}
 	n.mu.Lock()
-	n.seen, n.newest = seen, newest
+	n.runs, n.newest = next, newest
 	n.mu.Unlock()
-	if prev == nil {
-		return nil, nil
-	}
-	var evs []Event
-	announce := func(r state.Summary, st *state.RunState) {
-		// A run found in the status it had at the previous poll is
-		// announced again when it was written since: it left the status
-		// and came back (approved, then waiting on its next call), or an
-		// operator's write changed what it waits on.
-		if before, ok := prev[r.ID]; (ok && before.status == r.Status && before.revision == r.Revision) || !notifyStatuses[r.Status] {
-			return
-		}
-		evs = append(evs, n.event(ctx, r, st))
-	}
-	for _, id := range order {
-		announce(open[id], nil)
-	}
-	for _, r := range fresh {
-		if _, ok := open[r.ID]; !ok {
-			announce(r, nil) // created and finished between two polls
-		}
-	}
-	for id := range prev {
-		if _, ok := open[id]; ok {
-			continue
-		}
-		st, _, err := engine.ShowTail(ctx, n.Store, id, 1)
-		if err != nil {
-			continue // pruned meanwhile: nothing to announce
-		}
-		announce(state.Summary{ID: st.ID, Status: st.Status, Agent: st.Config.Agent, File: st.Config.SourceFile,
-			CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Revision: st.Revision}, st)
-	}
-	return evs, nil
+	return out, err
 }
 
-// seenRun is what a poll remembers of an open run: a later poll that finds
-// the same status at another revision knows the run moved in between.
-type seenRun struct {
-	status   state.Status
-	revision int64
+// load reads run id through the store, as a runevents.Loader.
+func (n *Notifier) load(id string) runevents.Loader {
+	return func(ctx context.Context, rows int) (*state.RunState, state.Omitted, error) {
+		return engine.ShowTail(ctx, n.Store, id, rows)
+	}
+}
+
+// begin starts following run id from where it stands, with the events of
+// what is under way (runevents.Begin).
+func (n *Notifier) begin(ctx context.Context, id string) (*followed, *state.RunState, []runevents.Event, error) {
+	st, om, err := n.load(id)(ctx, runevents.Window)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	f, evs := runevents.Begin(st, om, n.Redact)
+	return &followed{follow: f, revision: st.Revision, finished: -1}, st, evs, nil
+}
+
+// visited is a run as a poll left it: open when it can still change.
+type visited struct {
+	*followed
+	open bool
+}
+
+// visit reads run id when it moved since fr (rev is the revision the list
+// gave, -1 when unknown) and returns the notifications of its new steps and
+// what to keep following; nil when the run is gone. A run the notifier
+// does not follow yet is followed from its first step when it was created
+// since the previous poll, and else from where it stands (what is under
+// way is news).
+func (n *Notifier) visit(ctx context.Context, fr *followed, id string, rev int64, fresh bool) ([]Notification, *visited, error) {
+	if fr != nil && fr.revision == rev {
+		return nil, &visited{followed: fr, open: true}, nil // unchanged, listed as open
+	}
+	var (
+		st  *state.RunState
+		evs []runevents.Event
+		err error
+	)
+	switch {
+	case fr != nil:
+		st, evs, err = fr.follow.Read(ctx, n.load(id))
+	case fresh:
+		fr = &followed{follow: runevents.FromStart(n.Redact), finished: -1}
+		st, evs, err = fr.follow.Read(ctx, n.load(id))
+	default:
+		fr, st, evs, err = n.begin(ctx, id)
+	}
+	if err != nil {
+		if gone(err) {
+			return nil, nil, nil // pruned meanwhile: nothing to announce
+		}
+		return nil, nil, fmt.Errorf("read run %s: %w", id, err)
+	}
+	fr.revision = st.Revision
+	if st.Status != state.StatusRunning && st.Revision != fr.finished {
+		evs = append(evs, fr.follow.Finish(st)...)
+		fr.finished = st.Revision
+		fr.follow.Forget(st)
+	}
+	var out []Notification
+	for _, ev := range evs {
+		if !posted(ev) {
+			continue
+		}
+		fr.seq++
+		ev.Seq = fr.seq
+		if n.BaseURL != "" {
+			ev.URL = n.BaseURL + "/runs/" + st.ID
+		}
+		out = append(out, Notification{ID: notificationID(ev, st.Revision), Event: ev})
+	}
+	return out, &visited{followed: fr, open: slices.Contains(openStatuses, st.Status)}, nil
+}
+
+// gone reports whether err says the run is not in the store (pruned).
+func gone(err error) bool {
+	re, ok := engine.AsError(err)
+	return ok && re.Code == engine.CodeRunNotFound
 }
 
 // createdSince lists the runs created after since (all of them when since
@@ -329,35 +435,6 @@ func newestOf(fresh []state.Summary, since *state.Cursor) *state.Cursor {
 	return &c
 }
 
-// event builds the body for run r, with its pending or unknown calls. st
-// is the run's tail when the caller has already read it, else nil.
-func (n *Notifier) event(ctx context.Context, r state.Summary, st *state.RunState) Event {
-	ev := Event{Type: "run." + string(r.Status), Timestamp: r.UpdatedAt.UTC(), Data: EventData{RunID: r.ID, Status: r.Status,
-		Agent: r.Agent, File: r.File, Revision: r.Revision, UpdatedAt: r.UpdatedAt}}
-	if n.BaseURL != "" {
-		ev.Data.URL = n.BaseURL + "/runs/" + r.ID
-	}
-	// The tail keeps every call that is not completed, which is all an
-	// event lists, without reading a long run whole.
-	if st == nil {
-		var err error
-		if st, _, err = engine.ShowTail(ctx, n.Store, r.ID, 1); err != nil {
-			return ev
-		}
-	}
-	v := viewOf(n.Redact, st)
-	if r.Status == state.StatusWaitingApproval {
-		ev.Data.Pending = v.PendingCalls
-	}
-	if r.Status == state.StatusUnknownOutcome {
-		ev.Data.Unknown = v.UnknownCalls
-	}
-	if v.Error != nil {
-		ev.Data.Error = &apiError{Code: v.Error.Code, Message: v.Error.Message}
-	}
-	return ev
-}
-
 // CheckNotifyURL refuses a --notify value that is not an http or https
 // URL, so a typo is reported at start and not as failed deliveries later.
 func CheckNotifyURL(raw string) error {
@@ -396,35 +473,36 @@ func Sign(key []byte, id, ts string, body []byte) string {
 	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
 
-// encode is the body of ev as it is signed and sent, redacted.
-func (n *Notifier) encode(ev Event) ([]byte, error) {
-	body, err := json.Marshal(ev)
+// encode is the body of a notification as it is signed and sent: its
+// event, as one line of the stream prints it, redacted.
+func (n *Notifier) encode(nt Notification) ([]byte, error) {
+	body, err := runevents.Marshal(nt.Event)
 	if err != nil {
 		return nil, fmt.Errorf("encode event: %w", err)
 	}
 	return []byte(n.Redact(string(body))), nil
 }
 
-// deliverOnce posts ev in a single attempt.
-func (n *Notifier) deliverOnce(ctx context.Context, ev Event) error {
-	body, err := n.encode(ev)
+// deliverOnce posts nt in a single attempt.
+func (n *Notifier) deliverOnce(ctx context.Context, nt Notification) error {
+	body, err := n.encode(nt)
 	if err != nil {
 		return err
 	}
-	return n.post(ctx, ev.ID(), body).err
+	return n.post(ctx, nt.ID, body).err
 }
 
-// Deliver posts ev, retrying a network error, a redirect, a 429 or a 5xx
+// Deliver posts nt, retrying a network error, a redirect, a 429 or a 5xx
 // answer up to Attempts times with doubling waits, and never sooner than a
 // Retry-After the receiver sent; any other 4xx answer is final. Each failed
 // attempt is logged.
-func (n *Notifier) Deliver(ctx context.Context, ev Event) error {
+func (n *Notifier) Deliver(ctx context.Context, nt Notification) error {
 	n.defaults()
-	body, err := n.encode(ev)
+	body, err := n.encode(nt)
 	if err != nil {
 		return err
 	}
-	id := ev.ID()
+	id := nt.ID
 	wait := n.Backoff
 	var last error
 	for attempt := 1; attempt <= n.Attempts; attempt++ {
@@ -449,7 +527,7 @@ func (n *Notifier) Deliver(ctx context.Context, ev Event) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("gave up after %d attempt(s): %w (last: %v)", attempt, ctx.Err(), last)
 		}
-		n.Log("notification %s of run %s: attempt %d of %d failed: %v; retrying in %s", ev.Type, ev.Data.RunID, attempt, n.Attempts, a.err, pause)
+		n.Log("notification %s of run %s: attempt %d of %d failed: %v; retrying in %s", nt.Event.Type, nt.Event.RunID, attempt, n.Attempts, a.err, pause)
 		if err := n.Sleep(ctx, pause); err != nil {
 			return fmt.Errorf("gave up after %d attempt(s): %w (last: %v)", attempt, err, last)
 		}

@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"crypto/hmac"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nexa-run/nexa/internal/runevents"
 	"github.com/nexa-run/nexa/internal/secrets"
 	"github.com/nexa-run/nexa/internal/state"
 	"github.com/nexa-run/nexa/internal/store/sqlite"
@@ -67,7 +67,46 @@ func setStatus(t *testing.T, s state.Store, id string, st state.Status) {
 	}
 }
 
-func TestNotifierFindsTransitionsByPolling(t *testing.T) {
+// finishedNote is a notification of a run stopped as st, for the tests of
+// delivery.
+func finishedNote(st state.Status) Notification {
+	ev := runevents.Event{Type: runevents.RunFinished, RunID: runID, Seq: 1, Time: runevents.Stamp(fixedNow), Status: string(st)}
+	return Notification{ID: notificationID(ev, 7), Event: ev}
+}
+
+// drive changes the run as a driver would, in one save.
+func drive(t *testing.T, s state.Store, fn func(run *state.RunState) state.Delta) {
+	t.Helper()
+	run, err := s.Load(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(context.Background(), run, fn(run)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// summary is a poll's notifications in short: type and the field that
+// says what happened, each checked against the id and seq rules.
+func summary(t *testing.T, s state.Store, nts []Notification, seq *int) string {
+	t.Helper()
+	var out []string
+	for _, nt := range nts {
+		ev := nt.Event
+		*seq++
+		if ev.RunID != runID || ev.Seq != *seq || nt.ID != notificationID(ev, load(t, s).Revision) {
+			t.Fatalf("notification %+v: run, seq (want %d) or id wrong", nt, *seq)
+		}
+		out = append(out, strings.Join(strings.Fields(ev.Type+" "+ev.CallID+" "+ev.Decision+ev.Outcome+ev.Status), " "))
+	}
+	return strings.Join(out, ", ")
+}
+
+// TestNotifierFollowsTheRunsSteps: the notifier derives a run's events from
+// the store between two polls, as runs watch does, and posts those a person
+// acts on: decisions, a call waiting, a call whose outcome is unknown, and
+// each stop. Calls that were waiting when the server started are not news.
+func TestNotifierFollowsTheRunsSteps(t *testing.T) {
 	s := newStore(t)
 	n, _ := newNotifier(t, s, &receiver{})
 	ctx := context.Background()
@@ -77,25 +116,63 @@ func TestNotifierFindsTransitionsByPolling(t *testing.T) {
 	if evs, _ := n.Poll(ctx); len(evs) != 0 {
 		t.Fatalf("nothing changed, yet: %+v", evs)
 	}
-	setStatus(t, s, runID, state.StatusRunning)
-	if evs, _ := n.Poll(ctx); len(evs) != 0 {
-		t.Fatalf("running is not announced: %+v", evs)
-	}
-	setStatus(t, s, runID, state.StatusWaitingApproval)
+	seq := 0
+	at := fixedNow
+	// A person approves call_1 and denies call_2; the run goes on.
+	drive(t, s, func(run *state.RunState) state.Delta {
+		yes, no := true, false
+		run.Status = state.StatusRunning
+		run.Journal[0].Decision, run.Journal[0].DecidedBy, run.Journal[0].DecidedAt = &yes, "ana", &at
+		run.Journal[1].Decision, run.Journal[1].DecidedBy, run.Journal[1].DecidedAt, run.Journal[1].Reason = &no, "ana", &at, "not that"
+		return state.Delta{Journal: run.Journal}
+	})
 	evs, err := n.Poll(ctx)
-	if err != nil || len(evs) != 1 {
-		t.Fatalf("waiting again: %+v %v", evs, err)
+	if got, want := summary(t, s, evs, &seq), "call.decided call_1 approved, call.decided call_2 denied"; err != nil || got != want {
+		t.Fatalf("decisions: %q (%v), want %q", got, err, want)
 	}
-	ev := evs[0]
-	if ev.Type != "run.waiting_approval" || ev.Data.RunID != runID || len(ev.Data.Pending) != 2 || ev.Data.Pending[0].CallID != "call_1" {
-		t.Fatalf("event: %+v", ev)
+	if evs[1].Event.DecidedBy != "ana" || evs[1].Event.Reason != "not that" || evs[1].Event.Time != runevents.Stamp(at) {
+		t.Fatalf("decision: %+v", evs[1].Event)
 	}
-	if b, _ := json.Marshal(ev); strings.Contains(string(b), "hunter2-secret") {
-		t.Fatalf("the event carries a secret: %s", b)
+	// call_1 runs and ends well, call_2 is denied, the model asks for a
+	// call that waits for a person: one poll finds it all.
+	drive(t, s, func(run *state.RunState) state.Delta {
+		started, done := at.Add(time.Second), at.Add(2*time.Second)
+		e := &run.Journal[0]
+		e.Stage, e.StartedAt, e.CompletedAt, e.Outcome, e.Success = state.StageCompleted, &started, &done, "executed", true
+		d := &run.Journal[1]
+		d.Stage, d.CompletedAt, d.Outcome = state.StageCompleted, &done, "denied"
+		next := state.JournalEntry{CallID: "call_3", Tool: "record_review", Seq: 2, Turn: 2, Arguments: []byte(`{"content":"hunter2-secret"}`),
+			Valid: true, Stage: state.StageNotStarted, NeedsApproval: true, Risk: "high", CreatedAt: done}
+		run.Journal = append(run.Journal, next)
+		run.Status = state.StatusWaitingApproval
+		return state.Delta{Journal: run.Journal}
+	})
+	evs, err = n.Poll(ctx)
+	if got, want := summary(t, s, evs, &seq), "call.pending call_3, run.finished waiting_approval"; err != nil || got != want {
+		t.Fatalf("waiting: %q (%v), want %q", got, err, want)
+	}
+	if p := evs[0].Event; string(p.Arguments) != `{"content":"[REDACTED]"}` || p.Risk != "high" {
+		t.Fatalf("pending call: %+v", p)
+	}
+	// Approved and started by another process, which dies: nobody knows
+	// whether call_3 happened.
+	drive(t, s, func(run *state.RunState) state.Delta {
+		yes, started := true, at.Add(3*time.Second)
+		e := &run.Journal[2]
+		e.Decision, e.DecidedBy, e.DecidedAt, e.Stage, e.StartedAt = &yes, "bo", &started, state.StageStarted, &started
+		run.Status = state.StatusUnknownOutcome
+		return state.Delta{Journal: run.Journal}
+	})
+	evs, err = n.Poll(ctx)
+	if got, want := summary(t, s, evs, &seq), "call.decided call_3 approved, tool.completed call_3 unknown, run.finished unknown_outcome"; err != nil || got != want {
+		t.Fatalf("unknown: %q (%v), want %q", got, err, want)
 	}
 	setStatus(t, s, runID, state.StatusCompleted)
-	if evs, _ = n.Poll(ctx); len(evs) != 1 || evs[0].Type != "run.completed" {
+	if evs, _ = n.Poll(ctx); summary(t, s, evs, &seq) != "run.finished completed" {
 		t.Fatalf("completed: %+v", evs)
+	}
+	if evs, _ = n.Poll(ctx); len(evs) != 0 {
+		t.Fatalf("a completed run is announced again: %+v", evs)
 	}
 }
 
@@ -104,7 +181,7 @@ func TestDeliverSignsAndRetriesWithBackoff(t *testing.T) {
 	rc := &receiver{statuses: []int{503, 429}}
 	n, sleeps := newNotifier(t, s, rc)
 	before := load(t, s).Revision
-	ev := Event{Type: "run.completed", Data: EventData{RunID: runID, Status: state.StatusCompleted}}
+	ev := finishedNote(state.StatusCompleted)
 	if err := n.Deliver(context.Background(), ev); err != nil {
 		t.Fatalf("deliver: %v", err)
 	}
@@ -122,13 +199,12 @@ func TestDeliverSignsAndRetriesWithBackoff(t *testing.T) {
 		if Sign([]byte("other-secret"), id, ts, rc.bodies[i]) == want {
 			t.Fatal("the signature does not depend on the secret")
 		}
-		if id == "" || id != rc.got[0].Header.Get(HeaderID) || id != ev.ID() {
+		if id == "" || id != rc.got[0].Header.Get(HeaderID) || id != ev.ID {
 			t.Fatalf("attempt %d headers: %v", i, r.Header)
 		}
 	}
-	var got Event
-	if err := json.Unmarshal(rc.bodies[2], &got); err != nil || got.Data.RunID != runID || got.Type != "run.completed" {
-		t.Fatalf("body: %s %v", rc.bodies[2], err)
+	if want, _ := runevents.Marshal(ev.Event); string(rc.bodies[2]) != string(want) {
+		t.Fatalf("body: %s, want %s", rc.bodies[2], want)
 	}
 	if load(t, s).Revision != before {
 		t.Fatal("a notification changed the run")
@@ -140,7 +216,7 @@ func TestDeliverGivesUpWithoutChangingTheRun(t *testing.T) {
 	rc := &receiver{statuses: []int{500, 500, 500, 500, 500, 500}}
 	n, sleeps := newNotifier(t, s, rc)
 	before := load(t, s)
-	err := n.Deliver(context.Background(), Event{Type: "run.failed", Data: EventData{RunID: runID}})
+	err := n.Deliver(context.Background(), finishedNote(state.StatusFailed))
 	if err == nil || !strings.Contains(err.Error(), "gave up after 5 attempts") {
 		t.Fatalf("err = %v", err)
 	}
@@ -161,7 +237,7 @@ func TestDeliverGivesUpWithoutChangingTheRun(t *testing.T) {
 	// A 4xx answer other than 429 is final: the receiver refused it.
 	rc2 := &receiver{statuses: []int{400}}
 	n2, sleeps2 := newNotifier(t, s, rc2)
-	if err := n2.Deliver(context.Background(), Event{Type: "run.failed", Data: EventData{RunID: runID}}); err == nil || len(rc2.got) != 1 || len(*sleeps2) != 0 {
+	if err := n2.Deliver(context.Background(), finishedNote(state.StatusFailed)); err == nil || len(rc2.got) != 1 || len(*sleeps2) != 0 {
 		t.Fatalf("400: err %v, attempts %d", err, len(rc2.got))
 	}
 }
@@ -193,7 +269,8 @@ func TestNotifierRunDeliversWhatItFinds(t *testing.T) {
 	n.Run(ctx)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	if len(rc.got) != 1 || !strings.Contains(string(rc.bodies[0]), `"type":"run.completed"`) {
+	if len(rc.got) != 1 || !strings.Contains(string(rc.bodies[0]), `"type":"run.finished","run_id":"`+runID+`","seq":1,`) ||
+		!strings.Contains(string(rc.bodies[0]), `"status":"completed"`) {
 		t.Fatalf("deliveries: %d", len(rc.got))
 	}
 }
@@ -248,9 +325,9 @@ func TestNotifierReadsOpenAndNewRunsOnly(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, ev := range evs {
-		got[ev.Data.RunID] = ev.Type
+		got[ev.Event.RunID] = ev.Event.Type + " " + ev.Event.Status
 	}
-	if got["run_01TESTSERVENEW0000000000001"] != "run.completed" || got["run_01TESTSERVENEW0000000000002"] != "run.waiting_approval" {
+	if got["run_01TESTSERVENEW0000000000001"] != "run.finished completed" || got["run_01TESTSERVENEW0000000000002"] != "run.finished waiting_approval" {
 		t.Fatalf("new runs announced as %v", got)
 	}
 	if evs, _ := n.Poll(ctx); len(evs) != 0 {
@@ -297,8 +374,9 @@ func TestNotifierAnnouncesAReturnToTheSameStatus(t *testing.T) {
 	}
 	setStatus(t, s, runID, state.StatusRunning)
 	setStatus(t, s, runID, state.StatusWaitingApproval)
-	if evs, err := n.Poll(ctx); err != nil || len(evs) != 1 || evs[0].Type != "run.waiting_approval" {
-		t.Fatalf("first wait: %+v %v", evs, err)
+	first, err := n.Poll(ctx)
+	if err != nil || len(first) != 1 || first[0].Event.Type != "run.finished" || first[0].Event.Status != "waiting_approval" {
+		t.Fatalf("first wait: %+v %v", first, err)
 	}
 	if evs, _ := n.Poll(ctx); len(evs) != 0 {
 		t.Fatalf("nothing changed, yet: %+v", evs)
@@ -306,10 +384,12 @@ func TestNotifierAnnouncesAReturnToTheSameStatus(t *testing.T) {
 	setStatus(t, s, runID, state.StatusRunning)
 	setStatus(t, s, runID, state.StatusWaitingApproval)
 	evs, err := n.Poll(ctx)
-	if err != nil || len(evs) != 1 || evs[0].Type != "run.waiting_approval" {
+	if err != nil || len(evs) != 1 || evs[0].Event.Type != "run.finished" || evs[0].Event.Status != "waiting_approval" {
 		t.Fatalf("waiting again between two polls was not announced: %+v %v", evs, err)
 	}
-	if run, err := s.Load(ctx, runID); err != nil || evs[0].Data.Revision != run.Revision {
-		t.Fatalf("the event names revision %d, not the run's latest (%v)", evs[0].Data.Revision, err)
+	// Two stops, two webhook-ids: a receiver that drops duplicates keeps
+	// both.
+	if evs[0].ID == first[0].ID || evs[0].Event.Seq != 2 {
+		t.Fatalf("the second stop has id %s and seq %d, the first %s", evs[0].ID, evs[0].Event.Seq, first[0].ID)
 	}
 }
