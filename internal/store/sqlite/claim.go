@@ -91,4 +91,3 @@ func (s *SQLite) Claim(ctx context.Context, req state.ClaimRequest) (string, *st
 	}
 	return "", nil, nil
 }
-
