@@ -41,6 +41,7 @@ type agentFlags struct {
 	quiet        bool
 	policy       string
 	approvalWait string
+	detach       bool
 
 	// stdout guards the one JSON object: the second-signal handler and
 	// the normal end of the command race to print it, and only one may.
@@ -69,7 +70,11 @@ Tool calls that need approval stop the run with status waiting_approval (exit
 Standard output carries exactly one JSON object describing the run; progress
 goes to standard error.
 
-Exit codes: 0 completed, 1 failed, 2 usage or input error (nothing written),
+With --detach the run is recorded as queued and the command exits 0 at once;
+a nexa worker with the program continues it (docs/worker.md). --resume RUN
+--detach hands a stored run over to the workers the same way.
+
+Exit codes: 0 completed (or queued with --detach), 1 failed, 2 usage or input error (nothing written),
 3 waiting_approval, 4 unknown_outcome, 5 timed_out, 6 budget_exhausted,
 7 checkpoint conflict, 130 interrupted.`,
 		Example: `  nexa agent review.nx Reviewer "Review the supplied change" --timeout 900
@@ -100,6 +105,7 @@ Exit codes: 0 completed, 1 failed, 2 usage or input error (nothing written),
 	fl.StringVar(&f.output, "output", "json", "what stdout carries: json, jsonl (one event per line, then the object) or text")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress on stderr")
 	fl.StringVar(&f.policy, "policy", "", "policy `FILE` of rules that allow, deny or ask about tool calls (or NEXA_POLICY)")
+	fl.BoolVar(&f.detach, "detach", false, "record the run for a worker (nexa worker) and exit 0 without driving it; with --resume, hand the run over to the workers")
 	fl.StringVar(&f.approvalWait, "approval-timeout", "", "how long a call may wait for a decision before it expires: seconds or a duration like 2h")
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return agentUsageError(e, &f, fmt.Sprintf("%v (see 'nexa agent --help')", err))
@@ -321,6 +327,14 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		}
 	}()
 
+	if f.detach && f.resume != "" {
+		// Handed over, not driven: the decisions given are recorded and
+		// a worker with the run's program continues it.
+		o := resumeOptions(c, f, prog, agentName, sess.Identity(), wd, timeout, nil, decider(e))
+		run, err := engine.HandOver(context.Background(), st, f.resume, o.Decisions, engine.DecideOptions{})
+		display.close()
+		return finishAgent(e, c, f, run, nil, file, err, sess, st)
+	}
 	runner, err := sess.Connect(ctx, session.RunOptions{
 		Store: st, RunID: runID, WorkDir: wd, Resume: f.resume != "", Timeout: timeout,
 		Observe: display.observe, Stop: stop, NoStream: f.noStream,
@@ -344,6 +358,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 			ID: runID, Task: task, File: file, WorkDir: wd, Deadline: sess.Deadline,
 			Budgets: state.Budgets{MaxTurns: f.maxTurns, MaxToolCalls: f.maxToolCalls, MaxTokens: f.maxTokens},
 			Choice:  &choice,
+			Detach:  f.detach,
 
 			ApprovalTimeout: approvalWait,
 		})

@@ -39,6 +39,7 @@ const completionTimeout = 3 * time.Second
 // statusHelp describes each run status for `--status <TAB>`, in the order
 // of a run's life.
 var statusHelp = []string{
+	string(state.StatusQueued) + "\tsubmitted for a worker, not started",
 	string(state.StatusRunning) + "\ta process is driving it",
 	string(state.StatusWaitingApproval) + "\ta tool call waits for a decision",
 	string(state.StatusUnknownOutcome) + "\ta call started but its result was never saved",

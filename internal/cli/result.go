@@ -175,7 +175,8 @@ func stopAtOnce(e *env, f *agentFlags, st session.Store, runID, file string) {
 // exitCodeFor maps a run's status to docs/reference/cli.md#exit-codes.
 func exitCodeFor(s state.Status) int {
 	switch s {
-	case state.StatusCompleted:
+	case state.StatusCompleted, state.StatusQueued:
+		// A queued run was submitted as asked (nexa agent --detach).
 		return ExitOK
 	case state.StatusWaitingApproval:
 		return ExitWaitingApproval

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -10,8 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/serve"
 	"github.com/nexa-run/nexa/internal/session"
+	"github.com/nexa-run/nexa/internal/state"
+	"github.com/nexa-run/nexa/internal/testknob"
+	"github.com/nexa-run/nexa/internal/worker"
 )
 
 func init() { register(newServeCmd) }
@@ -27,8 +32,10 @@ func newServeCmd(e *env) *cobra.Command {
 		Long: `Serve the runs of the store as a web page and a JSON API: list runs by
 status, read a waiting run's task, conversation and pending calls, and approve
 or deny each call with a reason. Decisions are recorded as nexa runs approve
-records them; with --execute the server also continues a run once nothing is
-pending in it. See docs/serve.md.
+records them; with --execute a run decided here is handed to the workers, and
+the server is a worker itself (as nexa worker, for the programs of the current
+directory), so the run continues once nothing is pending in it. See
+docs/serve.md and docs/worker.md.
 
 The server listens on 127.0.0.1:8080 unless --addr says otherwise, and refuses
 an address beyond the loopback interface without a token (--token or
@@ -79,10 +86,28 @@ unreadable), 2 usage error.`,
 				Token: token, TokenName: tokenName, User: user,
 				Redact: redact, Log: e.stderr, EditChecker: session.EditChecker(sessionEnv(e), s),
 			}
+			var wk *worker.Worker
+			wake := make(chan struct{}, 1)
 			if execute {
-				// Runs are continued in this process; a signal asks each
-				// to stop at its next safe point, and the server waits.
-				o.Execute = session.Resumer{Env: sessionEnv(e), Store: s, Stop: ctx.Done()}
+				// The server is also a worker (the same code as nexa
+				// worker): a run decided here is handed to the workers,
+				// this one included, which continues it if it has the
+				// run's program in this directory.
+				wd, err := os.Getwd()
+				if err != nil {
+					return &exitError{code: ExitFailed, msg: fmt.Sprintf("working directory: %v", err)}
+				}
+				progs, err := workerPrograms(e, wd, nil)
+				if err != nil {
+					return usageErrorf("--execute continues runs of the programs in this directory: %v", err)
+				}
+				wk, err = worker.New(worker.Options{Store: s, Env: sessionEnv(e), Dir: wd, Programs: progs,
+					LeaseTTL: testknob.LeaseTTL(), Now: testClock(), Wake: wake,
+					Log: slog.New(slog.NewJSONHandler(e.stderr, nil))})
+				if err != nil {
+					return &exitError{code: ExitFailed, msg: err.Error()}
+				}
+				o.Execute = handOver{store: s, wake: wake}
 			}
 			if notify != "" {
 				o.Notify = &serve.Notifier{URL: notify, Secret: e.getenv("NEXA_NOTIFY_SECRET"), Store: s, Interval: interval,
@@ -91,6 +116,16 @@ unreadable), 2 usage error.`,
 			srv, err := serve.New(o)
 			if err != nil {
 				return &exitError{code: ExitFailed, msg: err.Error()}
+			}
+			if wk != nil {
+				// A signal drains the worker as it stops the server;
+				// the store is closed once both are done.
+				done := make(chan struct{})
+				defer func() { <-done }()
+				go func() {
+					defer close(done)
+					_ = wk.Run(context.Background(), ctx.Done())
+				}()
 			}
 			err = srv.Run(ctx, func(bound string) {
 				if o.Notify != nil {
@@ -111,8 +146,30 @@ unreadable), 2 usage error.`,
 	fl.StringVar(&token, "token", "", "require this token of every request (or NEXA_SERVE_TOKEN)")
 	fl.StringVar(&tokenName, "token-name", "token", "who decisions made with the token are recorded as")
 	fl.StringVar(&user, "user", "", "who decisions are recorded as (wins over --token-name)")
-	fl.BoolVar(&execute, "execute", false, "continue a run once its last pending call is decided")
+	fl.BoolVar(&execute, "execute", false, "also be a worker: hand a run decided here to the workers and continue runs of this directory's programs")
 	fl.StringVar(&notify, "notify", "", "post run events to this `URL` (Standard Webhooks, signed with NEXA_NOTIFY_SECRET)")
 	fl.DurationVar(&interval, "notify-interval", 2*time.Second, "how often the store is polled for events")
 	return cmd
+}
+
+// handOver is serve --execute's Execute: a run with nothing left for a
+// person is handed to the workers (engine.HandOver) and the server's own
+// worker is woken to look for it at once.
+type handOver struct {
+	store state.Store
+	wake  chan struct{}
+}
+
+// Resume hands run to the workers unless it is a worker run already.
+func (h handOver) Resume(ctx context.Context, run *state.RunState) error {
+	if run.Config.Driver != state.DriverWorker {
+		if _, err := engine.HandOver(ctx, h.store, run.ID, nil, engine.DecideOptions{}); err != nil {
+			return err
+		}
+	}
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+	return nil
 }

@@ -84,7 +84,7 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 			// A person's edit was checked when it was recorded; it is
 			// checked again against this program and policy, since
 			// what the store says is no authority.
-			if _, err := d.r.CheckEdit(e, d.st.Config.WorkDir, e.ApprovedArguments); err != nil {
+			if _, err := d.r.CheckEdit(e, d.r.toolDir(d.st), e.ApprovedArguments); err != nil {
 				if err := d.completeEntry(ctx, e, false, "error: the arguments a person approved this call with do not pass the checks now, so it was not executed: "+err.Error(), "refused", false); err != nil {
 					return stepStop, err
 				}
@@ -270,7 +270,7 @@ func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *ir.Tool)
 		CallID:    e.CallID,
 		Tool:      t,
 		Arguments: e.RunArguments(),
-		WorkDir:   d.st.Config.WorkDir,
+		WorkDir:   d.r.toolDir(d.st),
 		Secrets:   d.r.secrets,
 		Timeout:   timeout,
 		HTTPAllow: d.r.agent.HTTPAllow,

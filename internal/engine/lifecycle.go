@@ -95,6 +95,9 @@ func (r *Runner) keepLease(id string, l *state.Lease) (stop func()) {
 			ctx, cancel := context.WithTimeout(context.Background(), lc.TTL/3)
 			err := s.Renew(ctx, id, &lc)
 			cancel()
+			if r.onRenew != nil {
+				r.onRenew(id, err)
+			}
 			if errors.Is(err, state.ErrLeaseLost) {
 				return
 			}
@@ -145,6 +148,10 @@ type ResumeOptions struct {
 	// uses it if the run has not changed since, instead of reading it
 	// again once it holds the lease.
 	Preloaded *Preloaded
+	// Held, when not nil, is the run's lease the caller already took (a
+	// worker's claim, state.Claimer): Resume takes no lease of its own,
+	// and releases this one when it returns, as its own.
+	Held *state.Lease
 }
 
 // Preloaded is a run read for a drive ahead of its resume, without its
@@ -212,9 +219,12 @@ func loadHeld(ctx context.Context, s state.Store, runID string, p *Preloaded, l 
 // returned state is the run as stored (for a refusal, unchanged) or nil
 // when there is no run to show.
 func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, error) {
-	l, err := acquire(ctx, r.store, o.RunID, r.owner, r.leaseTTL)
-	if err != nil {
-		return nil, err
+	l := o.Held
+	if l == nil {
+		var err error
+		if l, err = acquire(ctx, r.store, o.RunID, r.owner, r.leaseTTL); err != nil {
+			return nil, err
+		}
 	}
 	defer release(r.store, o.RunID, l)
 	run, err := loadHeld(ctx, r.store, o.RunID, o.Preloaded, l)
@@ -329,6 +339,37 @@ func DecideWith(ctx context.Context, s state.Store, runID string, ds []Decision,
 			return d, err
 		}
 		d.Journal = lastOfEach(append(expired, d.Journal...))
+		return d, nil
+	})
+}
+
+// HandOver hands a run to the workers (nexa agent --resume RUN --detach,
+// a decision in nexa serve --execute): under the run's lease it records
+// the decisions given, if any, as DecideWith does, and marks the run a
+// worker run (state.Config.Driver) in one write, then releases it; a
+// worker that has the run's program continues it once nothing waits for
+// a person. A terminal run is refused (not_waiting): it has nothing left
+// to do. Handing over a worker run again changes nothing but the
+// decisions.
+func HandOver(ctx context.Context, s state.Store, runID string, ds []Decision, o DecideOptions) (*state.RunState, error) {
+	return operatorWrite(ctx, s, runID, o.Revision, func(st *state.RunState) (state.Delta, error) {
+		if st.Status.Terminal() {
+			return state.Delta{}, &Error{Code: CodeNotWaiting, Refusal: true, Message: fmt.Sprintf("run %s is %s; there is nothing left for a worker to do", st.ID, st.Status)}
+		}
+		var d state.Delta
+		if len(ds) > 0 {
+			now := o.Now
+			if now.IsZero() {
+				now = time.Now()
+			}
+			expired := ExpireApprovals(st, now)
+			var err error
+			if d, err = ApplyDecisions(st, stamp(ds, now), nil); err != nil {
+				return d, err
+			}
+			d.Journal = lastOfEach(append(expired, d.Journal...))
+		}
+		st.Config.Driver = state.DriverWorker
 		return d, nil
 	})
 }

@@ -36,6 +36,8 @@ type Runner struct {
 	redact     func(string) string
 	mcpServers []state.MCPServer
 	owner      string
+	workDir    string // Config.WorkDir
+	onRenew    func(runID string, err error)
 	leaseTTL   time.Duration
 	leaseTick  func(period time.Duration) (<-chan time.Time, func())
 	exposed    map[string]*ir.Tool
@@ -97,6 +99,14 @@ type Config struct {
 	LeaseTicker func(period time.Duration) (ticks <-chan time.Time, stop func())
 	// Rules are the policy rules of --policy; nil when none was named.
 	Rules Rules
+	// OnRenew, when set, is told the outcome of every renewal of a driven
+	// run's lease (nil error: renewed; state.ErrLeaseLost: lost), for a
+	// worker's telemetry.
+	OnRenew func(runID string, err error)
+	// WorkDir, when set, is where the run's tools execute instead of the
+	// run's recorded working directory: a worker drives runs in its own
+	// directory, which holds the same program (docs/worker.md).
+	WorkDir string
 }
 
 // NewRunner checks the configuration and prepares schema validators for the
@@ -139,6 +149,8 @@ func newRunner(cfg Config) (*Runner, error) {
 		leaseTTL:  cfg.LeaseTTL,
 		leaseTick: cfg.LeaseTicker,
 		rules:     cfg.Rules,
+		workDir:   cfg.WorkDir,
+		onRenew:   cfg.OnRenew,
 	}
 	if r.leaseTTL <= 0 {
 		r.leaseTTL = LeaseTTL
@@ -211,6 +223,10 @@ type NewRun struct {
 	ApprovalTimeout time.Duration
 	// Choice is what chose the provider (state.Config.Choice).
 	Choice *state.ProviderChoice
+	// Detach records the run as queued for a worker (nexa agent
+	// --detach) instead of driving it: Start creates it unheld, with
+	// Config.Driver set to state.DriverWorker, and returns it.
+	Detach bool
 }
 
 // DeadlineFor is the deadline of a run started at now: now plus timeout (the
@@ -269,6 +285,15 @@ func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) 
 		st.Messages = append(st.Messages, state.Message{Seq: 0, Role: state.RoleSystem, Content: sp})
 	}
 	st.Messages = append(st.Messages, state.Message{Seq: len(st.Messages), Role: state.RoleUser, Content: nr.Task})
+	if nr.Detach {
+		// Nothing runs here: the run is recorded for the workers, free,
+		// and a worker that has its program claims it.
+		st.Status, st.Config.Driver, st.Lease = state.StatusQueued, state.DriverWorker, nil
+		if err := r.store.Create(ctx, st); err != nil {
+			return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
+		}
+		return st, nil
+	}
 	if err := r.store.Create(ctx, st); err != nil {
 		return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
 	}
@@ -823,7 +848,7 @@ func (d *driver) precheck(c state.ToolCall, args json.RawMessage) string {
 	if !ok {
 		return ""
 	}
-	err := pc.Precheck(tool.Invocation{RunID: d.st.ID, CallID: c.ID, Tool: t, Arguments: args, WorkDir: d.st.Config.WorkDir})
+	err := pc.Precheck(tool.Invocation{RunID: d.st.ID, CallID: c.ID, Tool: t, Arguments: args, WorkDir: d.r.toolDir(d.st)})
 	if err == nil {
 		return ""
 	}
@@ -965,4 +990,13 @@ func (r *Runner) policyRef() *state.PolicyRef {
 	}
 	ref := r.rules.Ref()
 	return &ref
+}
+
+// toolDir is where the tools of run st execute: the runner's WorkDir when
+// set (a worker's), else the run's own.
+func (r *Runner) toolDir(st *state.RunState) string {
+	if r.workDir != "" {
+		return r.workDir
+	}
+	return st.Config.WorkDir
 }

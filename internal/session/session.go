@@ -136,6 +136,14 @@ type RunOptions struct {
 	// keeps the engine's.
 	Now      func() time.Time
 	LeaseTTL time.Duration
+	// Owner names the executor in its leases (a worker's, so that its
+	// claims and its drives are one owner); empty makes one.
+	Owner string
+	// OnRenew is told the outcome of each lease renewal (may be nil).
+	OnRenew func(runID string, err error)
+	// ToolDir, when set, is where the tools execute instead of the run's
+	// recorded directory (a worker's directory, docs/worker.md).
+	ToolDir string
 }
 
 // Connect starts what the run's tools need — the agent's MCP servers,
@@ -195,6 +203,9 @@ func (s *Session) Connect(ctx context.Context, o RunOptions) (*engine.Runner, er
 		LeaseTTL:         o.LeaseTTL,
 		Rules:            s.rules,
 		Now:              o.Now,
+		Owner:            o.Owner,
+		WorkDir:          o.ToolDir,
+		OnRenew:          o.OnRenew,
 	})
 }
 

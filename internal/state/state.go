@@ -25,6 +25,10 @@ type Status string
 
 // The statuses of docs/reference/runtime.md#run-states.
 const (
+	// StatusQueued is a run submitted for a worker (nexa agent --detach)
+	// that no process has started yet: recorded with its task and
+	// config, no provider request made.
+	StatusQueued          Status = "queued"
 	StatusRunning         Status = "running"
 	StatusWaitingApproval Status = "waiting_approval"
 	StatusUnknownOutcome  Status = "unknown_outcome"
@@ -49,8 +53,37 @@ func (s Status) Terminal() bool {
 // reject a misspelt --status filter instead of silently matching nothing.
 func (s Status) Valid() bool {
 	switch s {
-	case StatusRunning, StatusWaitingApproval, StatusUnknownOutcome, StatusInterrupted,
+	case StatusQueued, StatusRunning, StatusWaitingApproval, StatusUnknownOutcome, StatusInterrupted,
 		StatusFailed, StatusCompleted, StatusTimedOut, StatusBudgetExhausted:
+		return true
+	}
+	return false
+}
+
+// DriverWorker is Config.Driver of a run handed to workers.
+const DriverWorker = "worker"
+
+// Runnable reports whether a worker may take the run as it is stored, if
+// nobody holds its lease: it is a worker run (Config.Driver) and it is
+// queued, running (its holder died, or was stopped at once), interrupted
+// (a drained worker's run), waiting for approval with every pending call
+// decided, or stopped at an unknown outcome with every such call resolved.
+// A terminal or failed run, or one that still waits for a person, is not
+// runnable. The stores keep this value as a column written with every
+// save, so that a claim is one indexed query (docs/worker.md).
+func Runnable(st *RunState) bool {
+	if st == nil || st.Config.Driver != DriverWorker {
+		return false
+	}
+	switch st.Status {
+	case StatusQueued, StatusRunning, StatusInterrupted:
+		return true
+	case StatusWaitingApproval, StatusUnknownOutcome:
+		for i := range st.Journal {
+			if e := &st.Journal[i]; e.Pending() || e.Stage == StageStarted {
+				return false
+			}
+		}
 		return true
 	}
 	return false
@@ -111,6 +144,13 @@ type Config struct {
 	// again without a command line (nexa serve --execute). Nil for runs of
 	// an older nexa.
 	Choice *ProviderChoice `json:"provider_choice,omitempty"`
+	// Driver says who continues the run when it can go on: "" for the
+	// command that started it (nexa agent, resumed by a person), or
+	// DriverWorker for the pool of nexa worker processes (the run was
+	// submitted with --detach or handed over later). Only worker runs
+	// are ever claimed by a worker, so a run paused in a terminal never
+	// goes on somewhere else unless someone hands it over.
+	Driver string `json:"driver,omitempty"`
 	// ResumeFlags are what runs of an older nexa recorded instead of Choice:
 	// the command-line flags that chose the provider when
 	// the run started (never a key): hints to continue the run repeat them,

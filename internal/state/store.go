@@ -136,3 +136,41 @@ type Store interface {
 	// without clearing it, as a crash would.
 	Close() error
 }
+
+// ClaimRequest is what a worker offers when it asks for a run: who it is,
+// how long its lease lasts, the programs it has (by source hash) and the
+// agents it will take no more runs of now (its per-agent limits).
+type ClaimRequest struct {
+	Owner string
+	TTL   time.Duration
+	// SourceHashes are the hashes of the programs the worker compiled; a
+	// run of any other program is never claimed. Empty claims nothing.
+	SourceHashes []string
+	// SkipAgents are agents whose runs are not claimed (the worker is at
+	// its limit for them).
+	SkipAgents []string
+}
+
+// Claimer is a Store from which workers take runnable runs (Runnable).
+// It is separate from Store so that Store stays what every command needs.
+type Claimer interface {
+	// Claim takes, in one conditional write, the lease of one run that is
+	// Runnable as stored, whose program is offered and whose agent is not
+	// skipped, and that no live lease holds (a dead holder's lease has
+	// expired, by the store's clock): the epoch is incremented as by
+	// Acquire, so a former holder can never save again. Oldest runs first.
+	// It returns the run id and the lease, or "" and nil when no run is
+	// claimable. Two claimers never get the same run.
+	Claim(ctx context.Context, req ClaimRequest) (string, *Lease, error)
+}
+
+// Waker is a Store that can tell a worker at once when a save made a run
+// runnable (PostgreSQL's LISTEN/NOTIFY), instead of it learning so at its
+// next poll.
+type Waker interface {
+	// WakeUps delivers a value (coalesced) after each commit that made a
+	// run runnable, until ctx ends; the channel is closed then, or when
+	// the connection it listens on is lost (the caller polls meanwhile
+	// and may call WakeUps again).
+	WakeUps(ctx context.Context) (<-chan struct{}, error)
+}

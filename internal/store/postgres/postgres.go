@@ -41,7 +41,18 @@
 //
 // # Retries
 //
-// No advisory locks and no LISTEN/NOTIFY are used. A transaction that fails
+// # Workers
+//
+// Claim takes a runnable run (state.Runnable, a column of nexa_runs
+// written with every save) with SELECT … FOR UPDATE SKIP LOCKED and takes
+// its lease in the same transaction. A commit that leaves a run runnable
+// (a save, a release, a queued run's creation) sends pg_notify on the
+// channel nexa_runnable inside its transaction, and WakeUps listens on a
+// connection of its own, so a waiting worker claims at once. A server
+// without pg_notify (CockroachDB) is detected once and sends nothing: its
+// workers find runs by polling.
+//
+// No advisory locks are used. A transaction that fails
 // with a serialization failure (SQLSTATE 40001) or a deadlock (40P01) is
 // run again from the start for as long as the caller's context allows, as
 // CockroachDB and YugabyteDB require of their clients.
@@ -56,6 +67,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -103,6 +115,10 @@ type Store struct {
 	// only usage and updated_at (see writeRun). Statements need no
 	// cache here: pgx prepares each query once per connection.
 	saved runrow.Saved
+
+	// notify says whether the server has pg_notify: 0 not asked yet, 1
+	// yes, 2 no (see canNotify).
+	notify atomic.Int32
 }
 
 var _ state.Store = (*Store)(nil)

@@ -95,21 +95,27 @@ func (s *Store) Create(ctx context.Context, st *state.RunState) error {
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `INSERT INTO nexa_runs
 			(id, revision, status, agent, file, created_at, updated_at, config, task, usage, output, error,
-			 lease_owner, lease_epoch, lease_expires)
+			 lease_owner, lease_epoch, lease_expires, source_hash, runnable)
 			VALUES ($1, 1, $2, $3, $4, coalesce($5, `+nowNanos+`), coalesce($6, `+nowNanos+`), $7, $8, $9, $10, $11,
 			 $12::text, CASE WHEN $12::text IS NULL THEN 0 ELSE 1 END,
-			 CASE WHEN $12::text IS NULL THEN NULL ELSE now() + $13::bigint * interval '1 microsecond' END)
+			 CASE WHEN $12::text IS NULL THEN NULL ELSE now() + $13::bigint * interval '1 microsecond' END, $14, $15)
 			ON CONFLICT (id) DO NOTHING
 			RETURNING created_at, updated_at, lease_expires`,
 			st.ID, h.Status, h.Agent, h.File, created, updated, h.Config, task, h.Usage, output, runErr,
-			owner, ttl).Scan(&c, &u, &expires)
+			owner, ttl, h.SourceHash, h.Runnable).Scan(&c, &u, &expires)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: %s", state.ErrExists, st.ID)
 		}
 		if err != nil {
 			return err
 		}
-		return writeRows(ctx, tx, st.ID, state.Delta{Messages: st.Messages, ProviderItems: st.ProviderItems, Journal: st.Journal})
+		if err := writeRows(ctx, tx, st.ID, state.Delta{Messages: st.Messages, ProviderItems: st.ProviderItems, Journal: st.Journal}); err != nil {
+			return err
+		}
+		if h.Runnable {
+			return s.wake(ctx, tx)
+		}
+		return nil
 	})
 	if err != nil {
 		return s.wrap(fmt.Errorf("create run %s: %w", st.ID, err))
@@ -401,8 +407,8 @@ func (s *Store) writeRun(ctx context.Context, tx pgx.Tx, st *state.RunState, rea
 		args = []any{h.Usage}
 	} else {
 		task, output, runErr := columns(h)
-		set = `usage = $1, status = $2, agent = $3, file = $4, config = $5, task = $6, output = $7, error = $8`
-		args = []any{h.Usage, h.Status, h.Agent, h.File, h.Config, task, output, runErr}
+		set = `usage = $1, status = $2, agent = $3, file = $4, config = $5, task = $6, output = $7, error = $8, source_hash = $9, runnable = $10`
+		args = []any{h.Usage, h.Status, h.Agent, h.File, h.Config, task, output, runErr, h.SourceHash, h.Runnable}
 	}
 	n := len(args)
 	args = append(args, st.ID, readRev)
@@ -419,6 +425,10 @@ func (s *Store) writeRun(ctx context.Context, tx pgx.Tx, st *state.RunState, rea
 	names, err := queueRows(b, st.ID, d)
 	if err != nil {
 		return 0, runrow.Header{}, err
+	}
+	if h.Runnable && s.canNotify(ctx) {
+		b.Queue(wakeSQL)
+		names = append(names, "wake the workers")
 	}
 	br := tx.SendBatch(ctx, b)
 	var updated int64
@@ -616,9 +626,22 @@ func (s *Store) Release(ctx context.Context, id string, l *state.Lease) error {
 		return nil
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE nexa_runs SET lease_owner = NULL, lease_expires = NULL
-			WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3`, id, l.Owner, l.Epoch)
-		return err
+		var runnable bool
+		err := tx.QueryRow(ctx, `UPDATE nexa_runs SET lease_owner = NULL, lease_expires = NULL
+			WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 RETURNING runnable`, id, l.Owner, l.Epoch).Scan(&runnable)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if runnable {
+			// The run was saved runnable under this lease (a decision,
+			// a drained run): the workers were told while it was still
+			// held, so they are told again now that it is free.
+			return s.wake(ctx, tx)
+		}
+		return nil
 	})
 	if err != nil {
 		return s.wrap(fmt.Errorf("release lease on run %s: %w", id, err))

@@ -73,6 +73,20 @@ var migrations = []migration{
 			`CREATE INDEX nexa_journal_seq ON nexa_journal (run_id, seq)`,
 		},
 	},
+	{
+		name: "runnable runs for workers",
+		stmts: []string{
+			// Whether a worker may take the run (state.Runnable) and the
+			// hash of its program, written with every header change, so
+			// that a claim reads one partial index (only runnable runs
+			// are in it, so the saves of a driven run rarely touch it).
+			// No run of an older nexa was handed to workers.
+			`ALTER TABLE nexa_runs ADD COLUMN source_hash text NOT NULL DEFAULT ''`,
+			`ALTER TABLE nexa_runs ADD COLUMN runnable boolean NOT NULL DEFAULT false`,
+			`UPDATE nexa_runs SET source_hash = coalesce(config::json->>'source_hash', '')`,
+			`CREATE INDEX nexa_runs_runnable ON nexa_runs (created_at, id) WHERE runnable`,
+		},
+	},
 }
 
 // SchemaVersion is the schema version this binary writes and reads.

@@ -25,12 +25,20 @@ type Header struct {
 	Config, Task, Usage string
 	Output, Error       string
 	HasOutput, HasError bool
+	// SourceHash is the config's program hash, and Runnable is
+	// state.Runnable of the run: columns a worker's claim selects on,
+	// written with every header change (a save that changes only
+	// journal rows changes Runnable when it decides the last pending
+	// call, so the header is then written whole).
+	SourceHash string
+	Runnable   bool
 }
 
 // Encode gives the header columns of st; output that is not valid JSON is
 // refused here, before any store writes it.
 func Encode(st *state.RunState) (Header, error) {
-	h := Header{Status: string(st.Status), Agent: st.Config.Agent, File: st.Config.SourceFile, Task: st.Task}
+	h := Header{Status: string(st.Status), Agent: st.Config.Agent, File: st.Config.SourceFile, Task: st.Task,
+		SourceHash: st.Config.SourceHash, Runnable: state.Runnable(st)}
 	cfg, err := json.Marshal(st.Config)
 	if err != nil {
 		return h, fmt.Errorf("encode config: %w", err)

@@ -97,6 +97,19 @@ var migrations = []migration{
 			`CREATE INDEX journal_drive ON journal (run_id, seq, call_id, stage, turn)`,
 		},
 	},
+	{
+		name: "runnable runs for workers",
+		stmts: []string{
+			// Whether a worker may take the run (state.Runnable) and the
+			// hash of its program, written with every header change, so
+			// that a worker's claim reads one partial index. No run of
+			// an older nexa was handed to workers: all start at 0.
+			`ALTER TABLE runs ADD COLUMN runnable INTEGER NOT NULL DEFAULT 0`,
+			`ALTER TABLE runs ADD COLUMN source_hash TEXT NOT NULL DEFAULT ''`,
+			`UPDATE runs SET source_hash = coalesce(json_extract(config, '$.source_hash'), '')`,
+			`CREATE INDEX runs_runnable ON runs (created_at, id) WHERE runnable = 1`,
+		},
+	},
 }
 
 // SchemaVersion is the schema version this binary writes and reads; a store

@@ -85,6 +85,10 @@ var behaviours = []behaviour{
 	{"load tail: the last rows and every open journal entry, and what was left out", loadTail},
 	{"header: usage-only saves, header changes and another handle's update all load as saved", headerDelta},
 	{"stub: a journal entry loaded without its body is refused, and the stored one kept", stubRefused},
+	{"claim: two claimers never get the same run, and every runnable run is claimed", claimRace},
+	{"claim: a live lease is never stolen; a dead holder's is, with a new epoch", claimLease},
+	{"claim: a run of a program not offered, of a skipped agent or not handed to workers is never claimed", claimFilters},
+	{"claim: runnable follows every save: pending calls, decisions, terminal runs", claimRunnable},
 }
 
 // stubRefused: a save whose delta holds a journal stub (state.DriveLoader)
@@ -629,4 +633,200 @@ func headerDelta(t *testing.T, h *harness) {
 		t.Fatalf("Save after the update: %v", err)
 	}
 	check("a save after another handle's update", st)
+}
+
+// queued is a run submitted for workers (nexa agent --detach) of the
+// program hash.
+func queued(id, hash string) *state.RunState {
+	return &state.RunState{
+		ID:     id,
+		Status: state.StatusQueued,
+		Config: state.Config{SourceFile: "a.nx", SourceHash: hash, Agent: "A", WorkDir: ".", Driver: state.DriverWorker},
+		Task:   "task",
+		Messages: []state.Message{
+			{Seq: 0, Role: state.RoleUser, Content: "task"},
+		},
+		Journal: []state.JournalEntry{},
+	}
+}
+
+func claimer(t *testing.T, s state.Store) state.Claimer {
+	t.Helper()
+	c, ok := s.(state.Claimer)
+	if !ok {
+		t.Fatalf("%T does not implement state.Claimer", s)
+	}
+	return c
+}
+
+func claimReq(owner string, hashes ...string) state.ClaimRequest {
+	return state.ClaimRequest{Owner: owner, TTL: time.Minute, SourceHashes: hashes}
+}
+
+func claimRace(t *testing.T, h *harness) {
+	const runs, claimers = 24, 4
+	first := h.handle()
+	for i := range runs {
+		mustCreate(t, first, queued(fmt.Sprintf("run_q%02d", i), "sha256:p"))
+	}
+	var (
+		mu  sync.Mutex
+		got = map[string]string{}
+		wg  sync.WaitGroup
+	)
+	for w := range claimers {
+		s := h.handle()
+		owner := fmt.Sprintf("worker-%d", w)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				id, l, err := claimer(t, s).Claim(ctx, claimReq(owner, "sha256:p"))
+				if err != nil {
+					t.Errorf("%s: Claim: %v", owner, err)
+					return
+				}
+				if id == "" {
+					return
+				}
+				if l == nil || l.Owner != owner || l.Epoch < 1 {
+					t.Errorf("%s: Claim of %s returned lease %+v", owner, id, l)
+				}
+				mu.Lock()
+				if prev, ok := got[id]; ok {
+					t.Errorf("run %s claimed by %s and by %s", id, prev, owner)
+				}
+				got[id] = owner
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(got) != runs {
+		t.Fatalf("claimed %d runs of %d: %v", len(got), runs, got)
+	}
+	for id, owner := range got {
+		if st := mustLoad(t, first, id); st.Holder == nil || st.Holder.Owner != owner {
+			t.Errorf("run %s claimed by %s is held by %+v", id, owner, st.Holder)
+		}
+	}
+}
+
+func claimLease(t *testing.T, h *harness) {
+	holder, dying, b := h.handle(), h.open(), h.handle()
+	mustCreate(t, holder, queued("run_live", "sha256:p"))
+	live := mustAcquire(t, holder, "run_live", "holder", time.Minute)
+	if id, _, err := claimer(t, b).Claim(ctx, claimReq("thief", "sha256:p")); err != nil || id != "" {
+		t.Fatalf("Claim while a live lease holds the only run: %q, %v; want nothing", id, err)
+	}
+
+	st := queued("run_dead", "sha256:p")
+	st.Status = state.StatusRunning // the holder died mid-drive
+	mustCreate(t, dying, st)
+	old := mustAcquire(t, dying, "run_dead", "dying", time.Minute)
+	dying.Close() // as a crash: the lease is not released
+
+	// The dead holder's run is claimed at the latest once its lease has
+	// expired; the live holder's never.
+	id, l, err := claimer(t, b).Claim(ctx, claimReq("rescuer", "sha256:p"))
+	if err == nil && id == "" {
+		h.clock.Advance(time.Minute + time.Millisecond)
+		// The live holder renews its lease, as a driving executor does.
+		if err := holder.Renew(ctx, "run_live", live); err != nil {
+			t.Fatalf("the live holder renews: %v", err)
+		}
+		id, l, err = claimer(t, b).Claim(ctx, claimReq("rescuer", "sha256:p"))
+	}
+	if err != nil || id != "run_dead" {
+		t.Fatalf("Claim after the holder died: %q, %v; want run_dead", id, err)
+	}
+	if l.Epoch <= old.Epoch {
+		t.Fatalf("rescuer's epoch %d, dead holder's %d", l.Epoch, old.Epoch)
+	}
+	if id, _, err := claimer(t, b).Claim(ctx, claimReq("rescuer-2", "sha256:p")); err != nil || id != "" {
+		t.Fatalf("a second Claim: %q, %v; want nothing (one run live, one claimed)", id, err)
+	}
+	// The rescuer's lease fences the saves: the dead holder's can never
+	// write again.
+	stale := mustLoad(t, b, "run_dead")
+	stale.Lease = old
+	if err := b.Save(ctx, stale, state.Delta{}); !errors.Is(err, state.ErrLeaseLost) {
+		t.Fatalf("Save with the dead holder's lease: %v, want ErrLeaseLost", err)
+	}
+}
+
+func claimFilters(t *testing.T, h *harness) {
+	s := h.handle()
+	mustCreate(t, s, queued("run_other", "sha256:other"))
+	fg := queued("run_foreground", "sha256:p")
+	fg.Config.Driver = "" // a run of nexa agent, never handed over
+	fg.Status = state.StatusInterrupted
+	mustCreate(t, s, fg)
+	b := queued("run_b", "sha256:p")
+	b.Config.Agent = "B"
+	mustCreate(t, s, b)
+
+	c := claimer(t, s)
+	if id, _, err := c.Claim(ctx, state.ClaimRequest{Owner: "w", TTL: time.Minute}); err != nil || id != "" {
+		t.Fatalf("Claim offering no program: %q, %v", id, err)
+	}
+	req := claimReq("w", "sha256:p", "sha256:none")
+	req.SkipAgents = []string{"B"}
+	if id, _, err := c.Claim(ctx, req); err != nil || id != "" {
+		t.Fatalf("Claim of program sha256:p skipping agent B: %q, %v; want nothing", id, err)
+	}
+	if id, _, err := c.Claim(ctx, claimReq("w", "sha256:p")); err != nil || id != "run_b" {
+		t.Fatalf("Claim of program sha256:p: %q, %v; want run_b", id, err)
+	}
+	if id, _, err := c.Claim(ctx, claimReq("w", "sha256:p")); err != nil || id != "" {
+		t.Fatalf("Claim again: %q, %v; want nothing (run_foreground is not a worker run)", id, err)
+	}
+	if id, _, err := c.Claim(ctx, claimReq("w", "sha256:other")); err != nil || id != "run_other" {
+		t.Fatalf("Claim of program sha256:other: %q, %v; want run_other", id, err)
+	}
+}
+
+func claimRunnable(t *testing.T, h *harness) {
+	s := h.handle()
+	st := queued("run_wait", "sha256:p")
+	st.Status = state.StatusWaitingApproval
+	st.Messages = append(st.Messages, state.Message{Seq: 1, Role: state.RoleAssistant, ToolCalls: []state.ToolCall{{ID: "call_1", Name: "t", Arguments: "{}"}}})
+	st.Journal = []state.JournalEntry{{CallID: "call_1", Tool: "t", Seq: 0, Turn: 1, Arguments: []byte("{}"), Valid: true,
+		Stage: state.StageNotStarted, NeedsApproval: true}}
+	mustCreate(t, s, st)
+	c := claimer(t, s)
+	none := func(when string) {
+		t.Helper()
+		if id, _, err := c.Claim(ctx, claimReq("w", "sha256:p")); err != nil || id != "" {
+			t.Fatalf("Claim %s: %q, %v; want nothing", when, id, err)
+		}
+	}
+	none("while a call waits for a decision")
+
+	// A decision recorded by an operator (a save of the journal row
+	// only) makes the run runnable.
+	got, err := s.Update(ctx, "run_wait", func(st *state.RunState) (state.Delta, error) {
+		yes := true
+		e := st.Entry("call_1")
+		e.Decision, e.DecidedBy = &yes, "dana"
+		return state.Delta{Journal: []state.JournalEntry{*e}}, nil
+	})
+	if err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	id, l, err := c.Claim(ctx, claimReq("w", "sha256:p"))
+	if err != nil || id != "run_wait" {
+		t.Fatalf("Claim after the decision: %q, %v; want run_wait", id, err)
+	}
+	// Its holder drives it to the end and releases it: a terminal run is
+	// never claimed again.
+	got.Lease = l
+	got.Status = state.StatusCompleted
+	if err := s.Save(ctx, got, state.Delta{}); err != nil {
+		t.Fatalf("holder's Save: %v", err)
+	}
+	if err := s.Release(ctx, "run_wait", l); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	none("of a completed run")
 }

@@ -1,0 +1,93 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nexa-run/nexa/internal/state"
+)
+
+var _ state.Claimer = (*SQLite)(nil)
+
+// claimBatch is how many candidates one Claim reads before it tries their
+// lock files; a claim that finds them all held reads no further (the
+// worker asks again at its next poll, by which time runs have moved).
+const claimBatch = 64
+
+// Claim takes the lease of the oldest runnable run of an offered program
+// (state.Claimer). On this store the run's lock file says whether a lease
+// is live, as for Acquire: candidates are read from the partial index of
+// runnable runs, free ones first, and the first whose lock file this
+// handle can lock is taken in one write transaction that checks again
+// that the run is still runnable (it may have been driven to its end
+// between the read and the lock). A dead holder's run is free at once.
+func (s *SQLite) Claim(ctx context.Context, req state.ClaimRequest) (string, *state.Lease, error) {
+	if req.Owner == "" || req.TTL <= 0 {
+		return "", nil, errors.New("claim a run: a lease needs an owner and a positive duration")
+	}
+	if len(req.SourceHashes) == 0 {
+		return "", nil, nil
+	}
+	q := `SELECT id FROM runs WHERE runnable = 1 AND source_hash IN (?` + strings.Repeat(",?", len(req.SourceHashes)-1) + `)`
+	var args []any
+	for _, h := range req.SourceHashes {
+		args = append(args, h)
+	}
+	if len(req.SkipAgents) > 0 {
+		q += ` AND agent NOT IN (?` + strings.Repeat(",?", len(req.SkipAgents)-1) + `)`
+		for _, a := range req.SkipAgents {
+			args = append(args, a)
+		}
+	}
+	q += fmt.Sprintf(` ORDER BY lease_owner IS NOT NULL, created_at, id LIMIT %d`, claimBatch)
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return "", nil, fmt.Errorf("claim a run: %w", dbErr(ctx, err))
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return "", nil, fmt.Errorf("claim a run: %w", dbErr(ctx, err))
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return "", nil, fmt.Errorf("claim a run: %w", dbErr(ctx, err))
+	}
+	for _, id := range ids {
+		f, err := s.lock(id)
+		if errors.Is(err, errLockHeld) {
+			continue
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("claim run %s: %w", id, err)
+		}
+		var l *state.Lease
+		err = s.inTx(ctx, func(tx *sql.Tx) error {
+			l = &state.Lease{Owner: req.Owner, TTL: req.TTL, Expires: s.now().UTC().Add(req.TTL)}
+			err := tx.QueryRowContext(ctx, `UPDATE runs SET lease_owner = ?, lease_epoch = lease_epoch + 1, lease_expires = ?
+				WHERE id = ? AND runnable = 1 RETURNING lease_epoch, revision`, req.Owner, l.Expires.UnixNano(), id).Scan(&l.Epoch, &l.Revision)
+			if errors.Is(err, sql.ErrNoRows) {
+				l = nil
+				return nil
+			}
+			return dbErr(ctx, err)
+		})
+		if err != nil || l == nil {
+			f.Close()
+			if err != nil {
+				return "", nil, fmt.Errorf("claim run %s: %w", id, err)
+			}
+			continue
+		}
+		s.keep(id, f)
+		return id, l, nil
+	}
+	return "", nil, nil
+}

@@ -1,0 +1,137 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nexa-run/nexa/internal/cli"
+	"github.com/nexa-run/nexa/internal/compile"
+	"github.com/nexa-run/nexa/internal/engine"
+	"github.com/nexa-run/nexa/internal/session"
+	"github.com/nexa-run/nexa/internal/state"
+	"github.com/nexa-run/nexa/internal/worker"
+)
+
+const program = `agent A {
+    prompt: "Answer."
+}
+`
+
+const other = `agent O {
+    prompt: "Answer otherwise."
+}
+`
+
+// recorder is a Telemetry that counts what the worker reports.
+type recorder struct {
+	mu       sync.Mutex
+	claimed  []string
+	now, max int
+	finished map[string]state.Status
+	done     chan struct{} // closed when want runs finished
+	want     int
+}
+
+func (r *recorder) Claimed(id, _ string, _, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.claimed = append(r.claimed, id)
+	r.now++
+	r.max = max(r.max, r.now)
+}
+func (r *recorder) LeaseRenewed(string, error) {}
+func (r *recorder) Event(engine.Event)         {}
+func (r *recorder) Finished(id, _ string, st state.Status, _ time.Duration, _ error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.now--
+	r.finished[id] = st
+	if len(r.finished) == r.want {
+		close(r.done)
+	}
+}
+
+func submit(t *testing.T, file, agent string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := cli.Main([]string{"agent", file, agent, "task", "--provider", "script:model.json", "--detach", "-q"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("submit: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	s := out.String()
+	i := strings.Index(s, `"run_id": "`) + len(`"run_id": "`)
+	return s[i : i+strings.IndexByte(s[i:], '"')]
+}
+
+// TestWorkerLimitsAndPrograms: with --agent-limit A=1 the worker drives
+// one run of A at a time whatever its concurrency, drives every run of its
+// program to the end, never claims a run of a program it does not have,
+// and drains to a clean stop holding nothing.
+func TestWorkerLimitsAndPrograms(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for name, body := range map[string]string{"a.nx": program, "o.nx": other, "model.json": `{"turns": [{"content": "done"}]}`} {
+		if err := os.WriteFile(name, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ours []string
+	for range 3 {
+		ours = append(ours, submit(t, "a.nx", "A"))
+	}
+	foreign := submit(t, "o.nx", "O")
+
+	env := session.Env{Getenv: os.Getenv, Environ: os.Environ}
+	s, err := session.OpenStore(env, "", dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	prog, diags := compile.Compile("a.nx", compile.Options{})
+	if prog == nil || diags.HasErrors() {
+		t.Fatalf("compile: %v", diags)
+	}
+	rec := &recorder{finished: map[string]state.Status{}, done: make(chan struct{}), want: len(ours)}
+	w, err := worker.New(worker.Options{Store: s, Env: env, Dir: dir, Programs: []worker.Program{{File: "a.nx", Program: prog}},
+		Concurrency: 4, AgentLimits: map[string]int{"A": 1}, PollInterval: 10 * time.Millisecond, Telemetry: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(context.Background(), drain) }()
+	<-rec.done
+	close(drain)
+	if err := <-errc; err != nil {
+		t.Fatalf("Run after drain: %v", err)
+	}
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.max != 1 {
+		t.Errorf("at most %d runs of A at once, want 1 (--agent-limit A=1)", rec.max)
+	}
+	for _, id := range ours {
+		if rec.finished[id] != state.StatusCompleted {
+			t.Errorf("run %s finished %q, want completed", id, rec.finished[id])
+		}
+	}
+	for _, id := range rec.claimed {
+		if id == foreign {
+			t.Errorf("the worker claimed run %s of a program it does not have", foreign)
+		}
+	}
+	st, err := engine.Show(context.Background(), s, foreign)
+	if err != nil || st.Status != state.StatusQueued || st.Holder != nil {
+		t.Fatalf("the foreign run: %v, %+v", err, st)
+	}
+	for _, id := range ours {
+		if st, err := engine.Show(context.Background(), s, id); err != nil || st.Holder != nil {
+			t.Errorf("run %s after the drain: %v, holder %+v", id, err, st.Holder)
+		}
+	}
+}
