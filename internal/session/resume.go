@@ -64,7 +64,9 @@ func (r Resumer) Resume(ctx context.Context, run *state.RunState) error {
 	}
 	req := engine.ResumeRequest{SourceHash: prog.Hash, Agent: agent.Name, Provider: sess.Identity(),
 		WorkDir: c.WorkDir, MCPServers: sess.MCPServers(), Policy: sess.PolicyRef()}
-	_, err = runner.Resume(ctx, engine.ResumeOptions{RunID: run.ID, Request: req})
+	ctx, end := sess.Segment(ctx, run.ID)
+	st, err := runner.Resume(ctx, engine.ResumeOptions{RunID: run.ID, Request: req})
+	end(st, err)
 	return err
 }
 
