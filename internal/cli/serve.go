@@ -12,12 +12,13 @@ import (
 
 	"github.com/nexa-run/nexa/internal/serve"
 	"github.com/nexa-run/nexa/internal/session"
+	"github.com/nexa-run/nexa/internal/telemetry"
 )
 
 func init() { register(newServeCmd) }
 
 func newServeCmd(e *env) *cobra.Command {
-	var addr, storeFlag, token, tokenName, user, notify string
+	var addr, storeFlag, token, tokenName, user, notify, metricsAddr string
 	var allowHosts []string
 	var execute bool
 	var interval time.Duration
@@ -39,6 +40,12 @@ keeps a DNS-rebinding page out. --notify URL posts a Standard Webhooks event,
 signed with NEXA_NOTIFY_SECRET, when a run starts waiting, completes, fails or
 has unknown outcomes; redirects are not followed.
 
+GET /metrics answers Prometheus metrics (runs by status, tool and model
+steps, retries) under the same token as the API (Authorization: Bearer
+TOKEN); --metrics-addr also serves them on a separate address without a
+token, for a scraper that must not hold the approval token. See
+docs/observability.md.
+
 Exit codes: 0 stopped by a signal, 1 operational error (cannot listen, store
 unreadable), 2 usage error.`,
 		Args: cobra.NoArgs,
@@ -51,6 +58,11 @@ unreadable), 2 usage error.`,
 			}
 			for _, h := range allowHosts {
 				if err := serve.CheckAllowHost(h); err != nil {
+					return usageErrorf("%v", err)
+				}
+			}
+			if metricsAddr != "" {
+				if err := telemetry.CheckMetricsAddr(metricsAddr); err != nil {
 					return usageErrorf("%v", err)
 				}
 			}
@@ -74,15 +86,36 @@ unreadable), 2 usage error.`,
 			name := storeName(e, storeFlag)
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			metrics := telemetry.NewMetrics(telemetry.MetricsOptions{RunCounter: session.RunCounter(s)})
 			o := serve.Options{
 				Store: s, StoreName: redact(s.Path()), StoreFlag: name, Addr: addr, AllowHosts: allowHosts,
 				Token: token, TokenName: tokenName, User: user,
 				Redact: redact, Log: e.stderr, EditChecker: session.EditChecker(sessionEnv(e), s),
+				Metrics: metrics.Handler(),
 			}
 			if execute {
 				// Runs are continued in this process; a signal asks each
 				// to stop at its next safe point, and the server waits.
-				o.Execute = session.Resumer{Env: sessionEnv(e), Store: s, Stop: ctx.Done()}
+				senv := sessionEnv(e)
+				senv.Metrics = metrics
+				o.Execute = session.Resumer{Env: senv, Store: s, Stop: ctx.Done()}
+			}
+			metricsDone := make(chan error, 1)
+			if metricsAddr != "" {
+				bound := make(chan struct{})
+				go func() {
+					metricsDone <- telemetry.ServeMetrics(ctx, metricsAddr, metrics.Handler(), func(a string) {
+						fmt.Fprintf(e.stderr, "nexa serve: metrics at http://%s/metrics\n", a)
+						close(bound)
+					})
+				}()
+				select {
+				case <-bound:
+				case err := <-metricsDone:
+					return &exitError{code: ExitFailed, msg: err.Error()}
+				}
+			} else {
+				metricsDone <- nil
 			}
 			if notify != "" {
 				o.Notify = &serve.Notifier{URL: notify, Secret: e.getenv("NEXA_NOTIFY_SECRET"), Store: s, Interval: interval,
@@ -98,6 +131,10 @@ unreadable), 2 usage error.`,
 				}
 				fmt.Fprintf(e.stderr, "nexa serve: inbox at http://%s (store %s)\n", bound, o.StoreName)
 			})
+			stop() // the metrics listener stops with the server
+			if merr := <-metricsDone; err == nil && merr != nil {
+				err = merr
+			}
 			if err != nil {
 				return &exitError{code: ExitFailed, msg: err.Error()}
 			}
@@ -114,5 +151,6 @@ unreadable), 2 usage error.`,
 	fl.BoolVar(&execute, "execute", false, "continue a run once its last pending call is decided")
 	fl.StringVar(&notify, "notify", "", "post run events to this `URL` (Standard Webhooks, signed with NEXA_NOTIFY_SECRET)")
 	fl.DurationVar(&interval, "notify-interval", 2*time.Second, "how often the store is polled for events")
+	fl.StringVar(&metricsAddr, "metrics-addr", "", "also serve GET /metrics on this `HOST:PORT`, without a token (see docs/observability.md)")
 	return cmd
 }

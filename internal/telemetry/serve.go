@@ -9,14 +9,22 @@ import (
 	"time"
 )
 
+// CheckMetricsAddr refuses a --metrics-addr that is not HOST:PORT.
+func CheckMetricsAddr(addr string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("--metrics-addr %q is not host:port: %w", addr, err)
+	}
+	return nil
+}
+
 // ServeMetrics serves h at GET /metrics on addr until ctx ends (a worker's
 // --metrics-addr); every other path is 404. ready, when set, receives the
 // address actually bound (useful with port 0). The endpoint has no
 // authentication: bind it to loopback or to a network only the scraper
 // reaches (docs/observability.md).
 func ServeMetrics(ctx context.Context, addr string, h http.Handler, ready func(addr string)) error {
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return fmt.Errorf("--metrics-addr %q is not host:port: %w", addr, err)
+	if err := CheckMetricsAddr(addr); err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
