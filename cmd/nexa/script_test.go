@@ -64,6 +64,7 @@ func TestScripts(t *testing.T) {
 			"marked":          cmdMarked,
 			"freeport":        cmdFreePort,
 			"http":            cmdHTTP,
+			"promtext":        cmdPromText,
 			"pgstore":         cmdPGStore,
 			"leasefree":       cmdLeaseFree,
 			"browser-approve": cmdBrowserApprove,
