@@ -65,6 +65,7 @@ func TestScripts(t *testing.T) {
 			"freeport":        cmdFreePort,
 			"http":            cmdHTTP,
 			"promtext":        cmdPromText,
+			"otlpsink":        cmdOTLPSink,
 			"pgstore":         cmdPGStore,
 			"leasefree":       cmdLeaseFree,
 			"browser-approve": cmdBrowserApprove,

@@ -24,18 +24,23 @@ import (
 // Span is a received span, flattened: its name, ids in hex and its
 // attributes rendered as strings.
 type Span struct {
-	Name                string
-	TraceID, SpanID     string
-	ParentSpanID        string
-	Attrs               map[string]string
-	StatusCode          int32
-	ResourceServiceName string
+	Name                string            `json:"name"`
+	TraceID             string            `json:"trace_id"`
+	SpanID              string            `json:"span_id"`
+	ParentSpanID        string            `json:"parent_span_id"`
+	Attrs               map[string]string `json:"attributes"`
+	StatusCode          int32             `json:"status_code"`
+	ResourceServiceName string            `json:"service_name"`
 }
 
 // Collector is the fake collector; URL is what OTEL_EXPORTER_OTLP_ENDPOINT
 // takes.
 type Collector struct {
-	URL      string
+	URL string
+	// OnSpan, when set before the first export, is told of each span as
+	// it arrives, before the export is answered.
+	OnSpan   func(Span)
+	srv      *httptest.Server
 	mu       sync.Mutex
 	spans    []Span
 	raw      [][]byte
@@ -44,12 +49,22 @@ type Collector struct {
 
 // NewCollector starts a collector that t closes.
 func NewCollector(t testing.TB) *Collector {
-	c := &Collector{}
-	srv := httptest.NewServer(http.HandlerFunc(c.serve))
-	t.Cleanup(srv.Close)
-	c.URL = srv.URL
+	c := Start(nil)
+	t.Cleanup(c.Close)
 	return c
 }
+
+// Start starts a collector that the caller closes; onSpan, when set, is
+// told of each span as it arrives, before the export is answered.
+func Start(onSpan func(Span)) *Collector {
+	c := &Collector{OnSpan: onSpan}
+	c.srv = httptest.NewServer(http.HandlerFunc(c.serve))
+	c.URL = c.srv.URL
+	return c
+}
+
+// Close stops the collector.
+func (c *Collector) Close() { c.srv.Close() }
 
 func (c *Collector) serve(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
@@ -82,6 +97,9 @@ func (c *Collector) serve(w http.ResponseWriter, r *http.Request) {
 						sp.Attrs[a.Key] = render(a.Value)
 					}
 					c.spans = append(c.spans, sp)
+					if c.OnSpan != nil {
+						c.OnSpan(sp)
+					}
 				}
 			}
 		}
