@@ -224,3 +224,51 @@ func TestRunCountedInTheMetrics(t *testing.T) {
 		t.Error("a secret reached the metrics")
 	}
 }
+
+// TestProviderRetriesCounted: a model request retried after a transient
+// failure counts in nexa_provider_retries_total, and the caller's own
+// OnRetry still hears of it. (The retry waits the default backoff, about
+// a second.)
+func TestProviderRetriesCounted(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "a.nx")
+	script := filepath.Join(dir, "model.json")
+	if err := os.WriteFile(src, []byte("agent A {\n    prompt: \"Answer.\"\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte(`{"turns": [{"error": {"status": 503, "message": "overloaded", "times": 1}, "content": "Hi."}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, diags := compile.Compile(src, compile.Options{})
+	if p == nil || diags.HasErrors() {
+		t.Fatalf("compile: %v", diags)
+	}
+	m := telemetry.NewMetrics(telemetry.MetricsOptions{})
+	heard := 0
+	env := Env{Metrics: m}
+	sess, err := Prepare(Options{Env: env, Program: p, Agent: p.Agent("A"), Provider: ProviderOptions{Provider: "script:" + script},
+		OnRetry: func(int, error, time.Duration) { heard++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	st, err := OpenStore(env, "", dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runID := engine.NewRunID(time.Now())
+	runner, err := sess.Connect(context.Background(), RunOptions{Store: st, RunID: runID, WorkDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := runner.Start(context.Background(), engine.NewRun{ID: runID, Task: "hi", File: src, WorkDir: dir})
+	if err != nil || run.Status != state.StatusCompleted {
+		t.Fatalf("run: %v %v", run, err)
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), "nexa_provider_retries_total 1\n") || heard != 1 {
+		t.Errorf("retries: OnRetry heard %d; metrics:\n%s", heard, rec.Body)
+	}
+}
