@@ -65,6 +65,8 @@ func TestScripts(t *testing.T) {
 			"marked":          cmdMarked,
 			"freeport":        cmdFreePort,
 			"http":            cmdHTTP,
+			"promtext":        cmdPromText,
+			"otlpsink":        cmdOTLPSink,
 			"pgstore":         cmdPGStore,
 			"leasefree":       cmdLeaseFree,
 			"browser-approve": cmdBrowserApprove,

@@ -351,10 +351,12 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	}
 
 	var run *state.RunState
+	// The span of this process's drive of the run (when traces are on).
+	dctx, endSegment := sess.Segment(context.Background(), runID)
 	if f.resume == "" {
 		choice := sess.Choice()
 		choice.NoStream = f.noStream
-		run, err = runner.Start(context.Background(), engine.NewRun{
+		run, err = runner.Start(dctx, engine.NewRun{
 			ID: runID, Task: task, File: file, WorkDir: wd, Deadline: sess.Deadline,
 			Budgets: state.Budgets{MaxTurns: f.maxTurns, MaxToolCalls: f.maxToolCalls, MaxTokens: f.maxTokens},
 			Choice:  &choice,
@@ -366,11 +368,12 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		o := resumeOptions(c, f, prog, agentName, sess.Identity(), wd, timeout, sess.MCPServers(), decider(e))
 		o.Request.Policy = sess.PolicyRef()
 		o.Preloaded = pre
-		run, err = runner.Resume(context.Background(), o)
+		run, err = runner.Resume(dctx, o)
 		if re, ok := engine.AsError(err); ok && re.Code == engine.CodeRunNotFound {
 			re.Message = fmt.Sprintf("no run %s in the store %s", f.resume, st.Path())
 		}
 	}
+	endSegment(run, err)
 	display.close()
 	return finishAgent(e, c, f, run, sess.Lookup, file, err, sess, st)
 }

@@ -93,6 +93,10 @@ const environmentHelp = `Environment variables nexa reads (docs/reference/cli.md
                           recorded as (default: the account)
     NEXA_SERVE_TOKEN      nexa serve's API token
     NEXA_NOTIFY_SECRET    nexa serve's webhook signing secret
+    OTEL_EXPORTER_OTLP_ENDPOINT
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+                          send traces over OTLP/HTTP to this collector;
+                          unset, traces are off (docs/observability.md)
     NO_COLOR              no colour and no spinner on stderr: plain
                           timestamped progress lines
     TERM                  dumb: as NO_COLOR

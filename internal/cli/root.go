@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,10 +11,12 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nexa-run/nexa/internal/engine"
+	"github.com/nexa-run/nexa/internal/telemetry"
 )
 
 // Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
@@ -88,6 +91,9 @@ type env struct {
 	// flush, when set, forwards what stdout and stderr wrappers still
 	// hold (see redactedEnv).
 	flush func()
+	// tracing exports the spans of the runs this process drives when
+	// the OTEL_EXPORTER_OTLP_* variables ask for it; off otherwise.
+	tracing *telemetry.Tracing
 }
 
 // closeOutput flushes wrapped stdout and stderr.
@@ -108,6 +114,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, environ: os.Environ}
+	e.tracing = startTracing(e)
+	// The last spans are sent before the process exits, waiting at most
+	// a few seconds for a collector that does not answer.
+	defer func() { _ = e.tracing.ShutdownWithin(5 * time.Second) }()
 	root := newRootCmd(e)
 	root.SetArgs(args)
 	// The completion command is added by cobra when it runs; add it now so
@@ -132,6 +142,18 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		writeJSON(stdout, jsonErrorObject{Error: jsonError{Code: xe.jsonCode(), Message: xe.msg}})
 	}
 	return xe.code
+}
+
+// startTracing starts the process's tracing (docs/observability.md): off,
+// at no cost, unless an OTLP endpoint is configured. A configuration the
+// exporter refuses turns tracing off with a warning; it never stops a run.
+func startTracing(e *env) *telemetry.Tracing {
+	tr, err := telemetry.StartTracing(context.Background(), e.getenv, Version)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "nexa: warning: traces are off: %v\n", err)
+		return nil
+	}
+	return tr
 }
 
 // jsonErrorObject is what a --json command prints on stdout when it fails.

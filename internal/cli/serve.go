@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,6 +14,7 @@ import (
 	"github.com/nexa-run/nexa/internal/serve"
 	"github.com/nexa-run/nexa/internal/session"
 	"github.com/nexa-run/nexa/internal/state"
+	"github.com/nexa-run/nexa/internal/telemetry"
 	"github.com/nexa-run/nexa/internal/testknob"
 	"github.com/nexa-run/nexa/internal/worker"
 )
@@ -22,7 +22,7 @@ import (
 func init() { register(newServeCmd) }
 
 func newServeCmd(e *env) *cobra.Command {
-	var addr, storeFlag, token, tokenName, user, notify string
+	var addr, storeFlag, token, tokenName, user, notify, metricsAddr string
 	var allowHosts []string
 	var execute bool
 	var interval time.Duration
@@ -46,6 +46,12 @@ keeps a DNS-rebinding page out. --notify URL posts a Standard Webhooks event,
 signed with NEXA_NOTIFY_SECRET, when a run starts waiting, completes, fails or
 has unknown outcomes; redirects are not followed.
 
+GET /metrics answers Prometheus metrics (runs by status, tool and model
+steps, retries) under the same token as the API (Authorization: Bearer
+TOKEN); --metrics-addr also serves them on a separate address without a
+token, for a scraper that must not hold the approval token. See
+docs/observability.md.
+
 Exit codes: 0 stopped by a signal, 1 operational error (cannot listen, store
 unreadable), 2 usage error.`,
 		Args: cobra.NoArgs,
@@ -58,6 +64,11 @@ unreadable), 2 usage error.`,
 			}
 			for _, h := range allowHosts {
 				if err := serve.CheckAllowHost(h); err != nil {
+					return usageErrorf("%v", err)
+				}
+			}
+			if metricsAddr != "" {
+				if err := telemetry.CheckMetricsAddr(metricsAddr); err != nil {
 					return usageErrorf("%v", err)
 				}
 			}
@@ -81,10 +92,12 @@ unreadable), 2 usage error.`,
 			name := storeName(e, storeFlag)
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			metrics := telemetry.NewMetrics(telemetry.MetricsOptions{RunCounter: session.RunCounter(s)})
 			o := serve.Options{
 				Store: s, StoreName: redact(s.Path()), StoreFlag: name, Addr: addr, AllowHosts: allowHosts,
 				Token: token, TokenName: tokenName, User: user,
 				Redact: redact, Log: e.stderr, EditChecker: session.EditChecker(sessionEnv(e), s),
+				Metrics: metrics.Handler(),
 			}
 			var wk *worker.Worker
 			wake := make(chan struct{}, 1)
@@ -101,13 +114,36 @@ unreadable), 2 usage error.`,
 				if err != nil {
 					return usageErrorf("--execute continues runs of the programs in this directory: %v", err)
 				}
-				wk, err = worker.New(worker.Options{Store: s, Env: sessionEnv(e), Dir: wd, Programs: progs,
-					LeaseTTL: testknob.LeaseTTL(), Now: testClock(), Wake: wake,
-					Log: slog.New(slog.NewJSONHandler(e.stderr, nil))})
+				senv := sessionEnv(e)
+				senv.Metrics = metrics
+				logger, err := telemetry.NewLogger(e.stderr, telemetry.LogJSON, nil, redact)
+				if err != nil {
+					return &exitError{code: ExitFailed, msg: err.Error()}
+				}
+				wk, err = worker.New(worker.Options{Store: s, Env: senv, Dir: wd, Programs: progs,
+					LeaseTTL: testknob.LeaseTTL(), Now: testClock(), Wake: wake, Telemetry: worker.Metered(metrics),
+					Log: logger})
 				if err != nil {
 					return &exitError{code: ExitFailed, msg: err.Error()}
 				}
 				o.Execute = handOver{store: s, wake: wake}
+			}
+			metricsDone := make(chan error, 1)
+			if metricsAddr != "" {
+				bound := make(chan struct{})
+				go func() {
+					metricsDone <- telemetry.ServeMetrics(ctx, metricsAddr, metrics.Handler(), func(a string) {
+						fmt.Fprintf(e.stderr, "nexa serve: metrics at http://%s/metrics\n", a)
+						close(bound)
+					})
+				}()
+				select {
+				case <-bound:
+				case err := <-metricsDone:
+					return &exitError{code: ExitFailed, msg: err.Error()}
+				}
+			} else {
+				metricsDone <- nil
 			}
 			if notify != "" {
 				o.Notify = &serve.Notifier{URL: notify, Secret: e.getenv("NEXA_NOTIFY_SECRET"), Store: s, Interval: interval,
@@ -133,6 +169,10 @@ unreadable), 2 usage error.`,
 				}
 				fmt.Fprintf(e.stderr, "nexa serve: inbox at http://%s (store %s)\n", bound, o.StoreName)
 			})
+			stop() // the metrics listener stops with the server
+			if merr := <-metricsDone; err == nil && merr != nil {
+				err = merr
+			}
 			if err != nil {
 				return &exitError{code: ExitFailed, msg: err.Error()}
 			}
@@ -149,6 +189,7 @@ unreadable), 2 usage error.`,
 	fl.BoolVar(&execute, "execute", false, "also be a worker: hand a run decided here to the workers and continue runs of this directory's programs")
 	fl.StringVar(&notify, "notify", "", "post run events to this `URL` (Standard Webhooks, signed with NEXA_NOTIFY_SECRET)")
 	fl.DurationVar(&interval, "notify-interval", 2*time.Second, "how often the store is polled for events")
+	fl.StringVar(&metricsAddr, "metrics-addr", "", "also serve GET /metrics on this `HOST:PORT`, without a token (see docs/observability.md)")
 	return cmd
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/nexa-run/nexa/internal/compile"
 	"github.com/nexa-run/nexa/internal/session"
+	"github.com/nexa-run/nexa/internal/telemetry"
 	"github.com/nexa-run/nexa/internal/testknob"
 	"github.com/nexa-run/nexa/internal/worker"
 )
@@ -31,6 +31,8 @@ func newWorkerCmd(e *env) *cobra.Command {
 		agentLimits  []string
 		pollInterval time.Duration
 		drainTimeout time.Duration
+		metricsAddr  string
+		logFormat    string
 	)
 	cmd := &cobra.Command{
 		Use:   "worker [FILE…] [--store URL] [--concurrency N]",
@@ -64,6 +66,14 @@ runs still held.`,
 			if drainTimeout <= 0 {
 				return usageErrorf("--drain-timeout must be positive, not %s", drainTimeout)
 			}
+			if metricsAddr != "" {
+				if err := telemetry.CheckMetricsAddr(metricsAddr); err != nil {
+					return usageErrorf("%v", err)
+				}
+			}
+			if err := telemetry.CheckLogFormat(logFormat); err != nil {
+				return usageErrorf("%v", err)
+			}
 			limits, err := parseAgentLimits(agentLimits)
 			if err != nil {
 				return usageErrorf("%v", err)
@@ -81,8 +91,16 @@ runs still held.`,
 				return err
 			}
 			defer s.Close()
-			return runWorker(e, s, wd, progs, worker.Options{Concurrency: concurrency, AgentLimits: limits,
-				PollInterval: pollInterval, DrainTimeout: drainTimeout})
+			redact, err := session.ServeRedactor(sessionEnv(e), storeFlag, "", "")
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			logger, err := telemetry.NewLogger(e.stderr, logFormat, nil, redact)
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			return runWorker(e, s, wd, progs, metricsAddr, worker.Options{Concurrency: concurrency, AgentLimits: limits,
+				PollInterval: pollInterval, DrainTimeout: drainTimeout, Log: logger})
 		},
 	}
 	fl := cmd.Flags()
@@ -91,21 +109,43 @@ runs still held.`,
 	fl.StringArrayVar(&agentLimits, "agent-limit", nil, "at most `AGENT=N` runs of AGENT at once in this worker (repeatable)")
 	fl.DurationVar(&pollInterval, "poll-interval", worker.DefaultPollInterval, "how often to look for runnable runs when nothing wakes the worker")
 	fl.DurationVar(&drainTimeout, "drain-timeout", worker.DefaultDrainTimeout, "how long a drain waits for the current steps")
+	fl.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics at GET /metrics on this `HOST:PORT` (see docs/observability.md)")
+	fl.StringVar(&logFormat, "log-format", telemetry.LogJSON, "the log lines on stderr: json (one object per line) or text")
 	return cmd
 }
 
 // runWorker runs a worker over s until a signal drains it (the first) or
-// stops it (the second), and maps how it ended to the exit code.
-func runWorker(e *env, s session.Store, wd string, progs []worker.Program, o worker.Options) error {
+// stops it (the second), and maps how it ended to the exit code. With a
+// metrics address it also serves the worker's metrics there until it ends.
+func runWorker(e *env, s session.Store, wd string, progs []worker.Program, metricsAddr string, o worker.Options) error {
+	metrics := telemetry.NewMetrics(telemetry.MetricsOptions{RunCounter: session.RunCounter(s)})
 	o.Store, o.Env, o.Dir, o.Programs = s, sessionEnv(e), wd, progs
+	o.Env.Metrics, o.Telemetry = metrics, worker.Metered(metrics)
 	o.LeaseTTL, o.Now = testknob.LeaseTTL(), testClock()
-	o.Log = slog.New(slog.NewJSONHandler(e.stderr, nil))
 	w, err := worker.New(o)
 	if err != nil {
 		return &exitError{code: ExitUsage, msg: err.Error()}
 	}
 	ctx, stopNow := context.WithCancel(context.Background())
 	defer stopNow()
+	if metricsAddr != "" {
+		mctx, stopMetrics := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		bound := make(chan struct{})
+		go func() {
+			served <- telemetry.ServeMetrics(mctx, metricsAddr, metrics.Handler(), func(a string) {
+				o.Log.Info("metrics", "url", "http://"+a+"/metrics")
+				close(bound)
+			})
+		}()
+		select {
+		case <-bound:
+		case err := <-served:
+			stopMetrics()
+			return &exitError{code: ExitFailed, msg: err.Error()}
+		}
+		defer func() { stopMetrics(); <-served }()
+	}
 	drain := make(chan struct{})
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/nexa-run/nexa/internal/state"
+	"github.com/nexa-run/nexa/internal/telemetry"
 )
 
 // This file holds what the HTTP providers (OpenAI and Anthropic) share:
@@ -79,7 +80,8 @@ func checkBaseURL(name, base, def, example, key string) (string, error) {
 // response headers (streams may legitimately run for minutes; WithTimeouts
 // bounds whole requests), with its transport wrapped so that reads of a
 // response report to the request's idle timeout (watchTransport) and no
-// response is read past lim (limitTransport).
+// response is read past lim (limitTransport), and each request made inside
+// a span carries its trace context to the server (telemetry.Transport).
 func httpClient(c *http.Client, lim *replyLimits) *http.Client {
 	if c != nil {
 		out := *c
@@ -87,7 +89,7 @@ func httpClient(c *http.Client, lim *replyLimits) *http.Client {
 		if base == nil {
 			base = http.DefaultTransport
 		}
-		out.Transport = limitTransport{base: watchTransport{base: base}, limits: lim}
+		out.Transport = limitTransport{base: watchTransport{base: telemetry.Transport(base)}, limits: lim}
 		return &out
 	}
 	var base http.RoundTripper = http.DefaultTransport
@@ -99,7 +101,7 @@ func httpClient(c *http.Client, lim *replyLimits) *http.Client {
 		t.ResponseHeaderTimeout = 10 * time.Minute
 		base = t
 	}
-	return &http.Client{Transport: limitTransport{base: watchTransport{base: base}, limits: lim}}
+	return &http.Client{Transport: limitTransport{base: watchTransport{base: telemetry.Transport(base)}, limits: lim}}
 }
 
 // errorResponse finds the HTTP error a failed request got, with its headers

@@ -83,6 +83,9 @@ type Options struct {
 	EditChecker func(*state.RunState) (engine.EditChecker, error)
 	// Now is the clock of decision records; time.Now when nil.
 	Now func() time.Time
+	// Metrics, when set, answers GET /metrics (Prometheus), under the
+	// API's token when the server has one; nil serves no metrics.
+	Metrics http.Handler
 }
 
 // Server is the inbox: an http.Handler with the pages and the API.
@@ -130,8 +133,25 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("serve: random key: %w", err)
 	}
 	s.routes()
+	if o.Metrics != nil {
+		s.mux.Handle("GET /metrics", s.metricsAuth(o.Metrics))
+	}
 	s.apiFallback()
 	return s, nil
+}
+
+// metricsAuth guards /metrics like the API: with a token, only a request
+// bearing it (Authorization: Bearer TOKEN) reads the metrics, since they
+// tell which tools and runs the server sees.
+func (s *Server) metricsAuth(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.apiAuth(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="nexa"`)
+			http.Error(w, "this server needs a token: send Authorization: Bearer TOKEN", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Codes of API requests that name no endpoint.

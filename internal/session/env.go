@@ -10,6 +10,8 @@
 // the MCP client together, so that nothing else has to.
 package session
 
+import "github.com/nexa-run/nexa/internal/telemetry"
+
 // Env is what the assembly reads of the process it runs in: the
 // environment (provider keys, NEXA_* settings). Tests give their own.
 type Env struct {
@@ -21,6 +23,12 @@ type Env struct {
 	// Version is the binary's version, which nexa names itself by to MCP
 	// servers.
 	Version string
+	// Tracing makes the spans of the runs assembled here (one per run
+	// segment, model request and tool call); nil or off makes none.
+	Tracing *telemetry.Tracing
+	// Metrics count what the runs assembled here do (steps, tool calls,
+	// retries, segments); nil counts nothing.
+	Metrics *telemetry.Metrics
 }
 
 func (e Env) getenv(k string) string {

@@ -74,9 +74,11 @@ func Prepare(o Options) (*Session, error) {
 	}
 	sec.addSecret(storeSecrets(o.Env, o.StoreFlag)...)
 	s.secrets = sec
-	onRetry := o.OnRetry
-	if onRetry == nil {
-		onRetry = func(int, error, time.Duration) {}
+	onRetry := func(attempt int, err error, delay time.Duration) {
+		o.Env.Metrics.ProviderRetried()
+		if o.OnRetry != nil {
+			o.OnRetry(attempt, err, delay)
+		}
 	}
 	prov, err := resolveProvider(o.Env, o.Provider, o.Program, o.Agent, sec, onRetry)
 	if err != nil {
@@ -185,13 +187,14 @@ func (s *Session) Connect(ctx context.Context, o RunOptions) (*engine.Runner, er
 		execs[ir.BodyMCP] = tools.mgr
 		records = tools.mgr.Records()
 	}
+	prov, execs := s.observe(o.RunID, s.provider.provider, execs)
 	return engine.NewRunner(engine.Config{
 		Program:          s.prog,
 		Agent:            tools.agent,
 		ExtraTools:       tools.extra,
 		MCPServers:       records,
 		Store:            o.Store,
-		Provider:         s.provider.provider,
+		Provider:         prov,
 		Executors:        execs,
 		Secrets:          s.secrets.toolSecrets(),
 		Observe:          o.Observe,

@@ -66,7 +66,9 @@ func (w WorkerDrive) Drive(ctx context.Context, runID string, l *state.Lease, pr
 	// check of nexa agent --resume passes, and the tools run in Dir.
 	req := engine.ResumeRequest{SourceHash: prog.Hash, Agent: c.Agent, Provider: sess.Identity(),
 		WorkDir: c.WorkDir, MCPServers: sess.MCPServers(), Policy: sess.PolicyRef()}
+	ctx, end := sess.Segment(ctx, runID)
 	st, err := runner.Resume(ctx, engine.ResumeOptions{RunID: runID, Request: req, Held: l})
+	end(st, err)
 	if re, ok := engine.AsError(err); ok && re.Refusal {
 		return st, w.fail(runID, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/nexa-run/nexa/internal/telemetry"
 )
 
 // callTrace follows the HTTP requests made on behalf of one tool call, so a
@@ -62,12 +64,14 @@ type tracingTransport struct {
 
 // newTracingTransport wraps base; when base is an *http.Transport, tool
 // calls get a clone of it without keep-alives (see tracingTransport.fresh).
+// Both carry the trace context of a request made inside a span (a tool
+// call's) to the server (telemetry.Transport).
 func newTracingTransport(base http.RoundTripper) *tracingTransport {
-	t := &tracingTransport{base: base}
+	t := &tracingTransport{base: telemetry.Transport(base)}
 	if ht, ok := base.(*http.Transport); ok {
 		fresh := ht.Clone()
 		fresh.DisableKeepAlives = true
-		t.fresh = fresh
+		t.fresh = telemetry.Transport(fresh)
 	}
 	return t
 }
