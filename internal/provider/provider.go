@@ -62,6 +62,11 @@ type Request struct {
 	Output *OutputSchema
 	// Stream selects streaming where the provider supports it.
 	Stream bool
+	// CacheKey names the conversation for the provider's prompt cache
+	// (the run id): OpenAI's API is sent it as prompt_cache_key, so the
+	// requests of one run, before and after a resume, reach the same
+	// cache. Empty sends none.
+	CacheKey string
 }
 
 // OutputSchema is the protocol a final answer must implement.

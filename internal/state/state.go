@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -78,11 +79,16 @@ type ProviderIdentity struct {
 	Digest string `json:"digest,omitempty"`
 }
 
-// Budgets are fixed when a run starts; zero means unlimited.
+// Budgets are fixed when a run starts; zero means unlimited. MaxCostUSD
+// alone may be raised by a resume (docs/reference/runtime.md, "Deadline,
+// budgets and signals"): money is the budget a person tops up.
 type Budgets struct {
 	MaxTurns     int `json:"max_turns,omitempty"`
 	MaxToolCalls int `json:"max_tool_calls,omitempty"`
 	MaxTokens    int `json:"max_tokens,omitempty"`
+	// MaxCostUSD bounds what the run's provider requests may cost, in
+	// US dollars, by the prices of internal/prices (--max-cost).
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 }
 
 // Config is everything a resume must reproduce exactly.
@@ -152,25 +158,75 @@ type MCPServer struct {
 
 // Usage counts what a run has consumed, for budgets and for the JSON output.
 type Usage struct {
-	InputTokens      int `json:"input_tokens"`
-	OutputTokens     int `json:"output_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-	ProviderRequests int `json:"provider_requests"`
-	ToolCalls        int `json:"tool_calls"`
+	// InputTokens counts every token of the prompts, cached or not:
+	// CachedInputTokens and CacheCreationInputTokens are parts of it.
+	InputTokens int `json:"input_tokens"`
+	// CachedInputTokens were read from the provider's prompt cache
+	// (Anthropic cache_read_input_tokens, OpenAI
+	// prompt_tokens_details.cached_tokens), billed at a lower price.
+	CachedInputTokens int `json:"cached_input_tokens"`
+	// CacheCreationInputTokens were written to the prompt cache
+	// (Anthropic cache_creation_input_tokens), billed at a higher price.
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	TotalTokens              int `json:"total_tokens"`
+	ProviderRequests         int `json:"provider_requests"`
+	ToolCalls                int `json:"tool_calls"`
 	// RefusedCalls counts the calls completed as denied (by a person or
 	// a policy rule) or expired, so a reader of a long run knows whether
 	// any are among the calls it did not load.
 	RefusedCalls int `json:"refused_calls,omitempty"`
+	// CostUSD is what the requests cost in US dollars by the prices
+	// known when they were made; nil when the price of any of them was
+	// unknown, since a cost that leaves a request out would be a guess.
+	// Read it with Cost: a usage of no request costs nothing.
+	CostUSD *float64 `json:"cost_usd"`
 }
 
-// Add accumulates another usage record into u.
+// Cost is the usage's cost in US dollars and whether it is known: the
+// recorded cost, else zero for a usage of no provider request (a run that
+// asked nothing spent nothing), else unknown.
+func (u Usage) Cost() (float64, bool) {
+	if u.CostUSD != nil {
+		return *u.CostUSD, true
+	}
+	return 0, u.ProviderRequests == 0
+}
+
+// MarshalJSON writes the usage with its cost as Cost reads it, so that a
+// run that made no request shows a cost of 0 rather than null.
+func (u Usage) MarshalJSON() ([]byte, error) {
+	type plain Usage
+	p := plain(u)
+	if c, ok := u.Cost(); ok {
+		p.CostUSD = &c
+	}
+	return json.Marshal(p)
+}
+
+// RoundCost rounds a dollar amount to the nano-dollar, so that sums of
+// per-request costs print as the prices add up (0.0003, not
+// 0.00030000000000000003).
+func RoundCost(usd float64) float64 { return math.Round(usd*1e9) / 1e9 }
+
+// Add accumulates another usage record into u. The cost stays known only
+// while both sides know theirs.
 func (u *Usage) Add(o Usage) {
+	uc, uok := u.Cost()
+	oc, ook := o.Cost()
 	u.InputTokens += o.InputTokens
+	u.CachedInputTokens += o.CachedInputTokens
+	u.CacheCreationInputTokens += o.CacheCreationInputTokens
 	u.OutputTokens += o.OutputTokens
 	u.TotalTokens += o.TotalTokens
 	u.ProviderRequests += o.ProviderRequests
 	u.ToolCalls += o.ToolCalls
 	u.RefusedCalls += o.RefusedCalls
+	u.CostUSD = nil
+	if uok && ook {
+		c := RoundCost(uc + oc)
+		u.CostUSD = &c
+	}
 }
 
 // Roles of a provider-neutral message.
@@ -377,6 +433,8 @@ type Summary struct {
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Revision  int64     `json:"revision"`
+	// CostUSD is the run's usage.cost_usd: nil when unknown.
+	CostUSD *float64 `json:"cost_usd"`
 }
 
 // Filter selects runs for List and Prune; zero fields match everything.
