@@ -336,9 +336,9 @@ func usageFrom(u openai.CompletionUsage) state.Usage {
 	out := state.Usage{
 		InputTokens:       int(u.PromptTokens),
 		CachedInputTokens: int(u.PromptTokensDetails.CachedTokens),
-		OutputTokens:     int(u.CompletionTokens),
-		TotalTokens:      int(u.TotalTokens),
-		ProviderRequests: 1,
+		OutputTokens:      int(u.CompletionTokens),
+		TotalTokens:       int(u.TotalTokens),
+		ProviderRequests:  1,
 	}
 	if out.TotalTokens == 0 {
 		out.TotalTokens = out.InputTokens + out.OutputTokens
