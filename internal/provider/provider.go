@@ -141,3 +141,18 @@ func AsError(err error) (*Error, bool) {
 	}
 	return nil, false
 }
+
+// Pricer is a provider that prices its replies (Reply.Usage.CostUSD): the
+// prices package wraps a provider in one when a price table is in use.
+type Pricer interface {
+	// PriceKnown reports whether the provider's model has a price, so
+	// that a money budget is refused at once rather than never checked.
+	PriceKnown() bool
+}
+
+// PriceKnown reports whether p prices its replies; a provider that is not
+// a Pricer has no price.
+func PriceKnown(p Provider) bool {
+	pr, ok := p.(Pricer)
+	return ok && pr.PriceKnown()
+}
