@@ -66,18 +66,24 @@ type eventLine struct {
 	Error      string          `json:"error,omitempty"`
 }
 
-// replyUsage is the usage of one provider reply.
+// replyUsage is the usage of one provider reply: its tokens (the cached
+// and cache-writing ones are parts of input_tokens) and what it cost, null
+// when its price is unknown.
 type replyUsage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-	TotalTokens  int `json:"total_tokens"`
+	InputTokens              int      `json:"input_tokens"`
+	CachedInputTokens        int      `json:"cached_input_tokens"`
+	CacheCreationInputTokens int      `json:"cache_creation_input_tokens"`
+	OutputTokens             int      `json:"output_tokens"`
+	TotalTokens              int      `json:"total_tokens"`
+	CostUSD                  *float64 `json:"cost_usd"`
 }
 
 func usageOf(u *state.Usage) *replyUsage {
 	if u == nil {
 		return &replyUsage{}
 	}
-	return &replyUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
+	return &replyUsage{InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens,
+		OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens, CostUSD: u.CostUSD}
 }
 
 func ms(d time.Duration) *int64 {
