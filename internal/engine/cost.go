@@ -32,15 +32,16 @@ func (r *Runner) checkPriced(b state.Budgets) error {
 		return nil
 	}
 	id := r.provider.Identity()
-	return refuse(CodeUsage, "--max-cost needs the price of the run's model, and none is known for %s model %s at %s; name it in a prices file (--prices FILE or NEXA_PRICES, docs/providers.md \"Cost and prices\")", id.Kind, id.Model, endpoint(id))
+	return refuse(CodeUsage, "--max-cost needs the price of the run's model, and none is known for model %s of provider %s%s; name it in a prices file (--prices FILE or NEXA_PRICES, docs/providers.md \"Cost and prices\")", id.Model, id.Kind, endpoint(id))
 }
 
-// endpoint names where a provider is reached, for messages.
+// endpoint names where a provider is reached, for messages: " at URL",
+// or nothing for a provider without one (a script).
 func endpoint(id state.ProviderIdentity) string {
 	if id.BaseURL == "" {
-		return "no endpoint"
+		return ""
 	}
-	return id.BaseURL
+	return " at " + id.BaseURL
 }
 
 // checkMaxCost is the resume check of --max-cost: omitted or the run's
