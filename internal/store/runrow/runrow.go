@@ -158,9 +158,12 @@ func ScanSummary(scan func(dest ...any) error) (state.Summary, error) {
 	// The listing shows what the run cost (nil when unknown); a usage
 	// that does not decode is shown as unknown rather than failing the
 	// whole listing.
-	var u state.Usage
-	if json.Unmarshal([]byte(usage), &u) == nil {
-		if c, ok := u.Cost(); ok {
+	var u struct {
+		CostUSD          *float64 `json:"cost_usd"`
+		ProviderRequests int      `json:"provider_requests"`
+	}
+	if jsonv2.Unmarshal([]byte(usage), &u) == nil {
+		if c, ok := (state.Usage{CostUSD: u.CostUSD, ProviderRequests: u.ProviderRequests}).Cost(); ok {
 			sum.CostUSD = &c
 		}
 	}
