@@ -82,8 +82,13 @@ func usageOf(u *state.Usage) *replyUsage {
 	if u == nil {
 		return &replyUsage{}
 	}
-	return &replyUsage{InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens,
-		OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens, CostUSD: u.CostUSD}
+	r := &replyUsage{InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens,
+		OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
+	if u.CostKnown {
+		c := u.CostUSD
+		r.CostUSD = &c
+	}
+	return r
 }
 
 func ms(d time.Duration) *int64 {

@@ -7,7 +7,7 @@
 // A cost is never a guess: a request whose model has no price, or that
 // used tokens of a kind its price does not cover (cached input without a
 // cached_input price, more prompt tokens than max_input_tokens), has no
-// cost, and neither has the run (state.Usage.CostUSD stays nil).
+// cost, and neither has the run (its usage.cost_usd is null).
 //
 // The built-in prices apply only to the providers' own APIs: a model of
 // the same name behind another base URL (a proxy, a local server) may cost
@@ -165,7 +165,7 @@ func (t *Table) Cost(id state.ProviderIdentity, u state.Usage) (float64, bool) {
 }
 
 // Wrap makes p price its replies by t: each reply's Usage.CostUSD is set
-// when its cost is known, and left nil otherwise.
+// when its cost is known (CostKnown), and left unknown otherwise.
 func Wrap(p provider.Provider, t *Table) provider.Provider {
 	return &priced{Provider: p, table: t}
 }
@@ -182,9 +182,7 @@ func (p *priced) Complete(ctx context.Context, req provider.Request, progress fu
 	if err != nil {
 		return r, err
 	}
-	if c, ok := p.table.Cost(p.Identity(), r.Usage); ok {
-		r.Usage.CostUSD = &c
-	}
+	r.Usage.CostUSD, r.Usage.CostKnown = p.table.Cost(p.Identity(), r.Usage)
 	return r, nil
 }
 

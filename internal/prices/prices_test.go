@@ -142,7 +142,7 @@ func TestWrap(t *testing.T) {
 	tb := Builtin()
 	p := Wrap(fixed{anthropicAPI, state.Usage{InputTokens: 100_000, ProviderRequests: 1}}, tb)
 	r, err := p.Complete(context.Background(), provider.Request{}, nil)
-	if err != nil || r.Usage.CostUSD == nil || *r.Usage.CostUSD != 0.3 {
+	if err != nil || !r.Usage.CostKnown || r.Usage.CostUSD != 0.3 {
 		t.Fatalf("reply usage = %+v, %v; want cost 0.3", r.Usage, err)
 	}
 	if !provider.PriceKnown(p) {
@@ -150,7 +150,7 @@ func TestWrap(t *testing.T) {
 	}
 	local := Wrap(fixed{state.ProviderIdentity{Kind: "openai", BaseURL: "http://localhost:8080/v1", Model: "gpt-4.1"}, state.Usage{InputTokens: 1, ProviderRequests: 1}}, tb)
 	r, _ = local.Complete(context.Background(), provider.Request{}, nil)
-	if r.Usage.CostUSD != nil || provider.PriceKnown(local) {
+	if r.Usage.CostKnown || provider.PriceKnown(local) {
 		t.Errorf("a local server's model was priced: %+v", r.Usage)
 	}
 }

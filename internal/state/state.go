@@ -177,31 +177,58 @@ type Usage struct {
 	// any are among the calls it did not load.
 	RefusedCalls int `json:"refused_calls,omitempty"`
 	// CostUSD is what the requests cost in US dollars by the prices
-	// known when they were made; nil when the price of any of them was
-	// unknown, since a cost that leaves a request out would be a guess.
-	// Read it with Cost: a usage of no request costs nothing.
-	CostUSD *float64 `json:"cost_usd"`
+	// known when they were made, when CostKnown; unknown when the price
+	// of any of them was, since a cost that leaves a request out would be
+	// a guess. Read it with Cost: a usage of no request costs nothing.
+	// In JSON both are cost_usd, a number or null (MarshalJSON); they are
+	// values, not a pointer, so that usages compare with ==.
+	CostUSD   float64 `json:"-"`
+	CostKnown bool    `json:"-"`
 }
 
 // Cost is the usage's cost in US dollars and whether it is known: the
 // recorded cost, else zero for a usage of no provider request (a run that
 // asked nothing spent nothing), else unknown.
 func (u Usage) Cost() (float64, bool) {
-	if u.CostUSD != nil {
-		return *u.CostUSD, true
+	if u.CostKnown {
+		return u.CostUSD, true
 	}
 	return 0, u.ProviderRequests == 0
 }
 
-// MarshalJSON writes the usage with its cost as Cost reads it, so that a
-// run that made no request shows a cost of 0 rather than null.
+// usageFields is Usage without its methods, for its JSON.
+type usageFields Usage
+
+// usageJSON is Usage as JSON: its counts and cost_usd.
+type usageJSON struct {
+	usageFields
+	CostUSD *float64 `json:"cost_usd"`
+}
+
+// MarshalJSON writes the usage with cost_usd as Cost reads it: a number,
+// 0 for a run that made no request, or null when unknown.
 func (u Usage) MarshalJSON() ([]byte, error) {
-	type plain Usage
-	p := plain(u)
+	j := usageJSON{usageFields: usageFields(u)}
 	if c, ok := u.Cost(); ok {
-		p.CostUSD = &c
+		j.CostUSD = &c
 	}
-	return json.Marshal(p)
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote, so that a usage survives
+// the store unchanged: the 0 of a usage of no request is Cost's, not a
+// recorded cost.
+func (u *Usage) UnmarshalJSON(b []byte) error {
+	var j usageJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*u = Usage(j.usageFields)
+	u.CostUSD, u.CostKnown = 0, false
+	if j.CostUSD != nil && (u.ProviderRequests > 0 || *j.CostUSD != 0) {
+		u.CostUSD, u.CostKnown = *j.CostUSD, true
+	}
+	return nil
 }
 
 // RoundCost rounds a dollar amount to the nano-dollar, so that sums of
@@ -222,10 +249,9 @@ func (u *Usage) Add(o Usage) {
 	u.ProviderRequests += o.ProviderRequests
 	u.ToolCalls += o.ToolCalls
 	u.RefusedCalls += o.RefusedCalls
-	u.CostUSD = nil
+	u.CostUSD, u.CostKnown = 0, false
 	if uok && ook {
-		c := RoundCost(uc + oc)
-		u.CostUSD = &c
+		u.CostUSD, u.CostKnown = RoundCost(uc+oc), true
 	}
 }
 

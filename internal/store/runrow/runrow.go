@@ -163,8 +163,11 @@ func ScanSummary(scan func(dest ...any) error) (state.Summary, error) {
 		ProviderRequests int      `json:"provider_requests"`
 	}
 	if jsonv2.Unmarshal([]byte(usage), &u) == nil {
-		if c, ok := (state.Usage{CostUSD: u.CostUSD, ProviderRequests: u.ProviderRequests}).Cost(); ok {
-			sum.CostUSD = &c
+		switch {
+		case u.CostUSD != nil:
+			sum.CostUSD = u.CostUSD
+		case u.ProviderRequests == 0:
+			sum.CostUSD = new(float64) // no request, no cost (state.Usage.Cost)
 		}
 	}
 	sum.Status = state.Status(status)
