@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -270,4 +271,83 @@ func strictProblem(v any, at string) string {
 		}
 	}
 	return ""
+}
+
+// recordedBodies reads the request bodies fakemodel wrote to
+// requests.jsonl, as the bytes the server received (compacted by the log
+// line, which holds them as JSON).
+func recordedBodies(ts *testscript.TestScript) []json.RawMessage {
+	var out []json.RawMessage
+	for _, line := range strings.Split(strings.TrimSpace(ts.ReadFile("requests.jsonl")), "\n") {
+		var rec struct {
+			Body json.RawMessage `json:"body"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			ts.Fatalf("requests.jsonl: %v", err)
+		}
+		out = append(out, rec.Body)
+	}
+	return out
+}
+
+// cmdFakeRequest: fakerequest N prints the body of the Nth request (from 1)
+// the fake model server received, so that jsonis can check it.
+func cmdFakeRequest(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: fakerequest N")
+	}
+	n, err := strconv.Atoi(args[0])
+	bodies := recordedBodies(ts)
+	if err != nil || n < 1 || n > len(bodies) {
+		ts.Fatalf("fakerequest: %q is not a request from 1 to %d", args[0], len(bodies))
+	}
+	ts.Stdout().Write(append(bodies[n-1], '\n'))
+}
+
+// cacheMarker is a prompt-caching breakpoint as nexa sends it.
+const cacheMarker = `"cache_control":{"type":"ephemeral"}`
+
+// cmdSamePrefix: sameprefix checks that every request the fake model
+// server received starts with what the request before it sent: the same
+// bytes of tools and system, and the earlier request's messages, byte for
+// byte, as its first messages. Only the cache_control markers may move
+// (they mark where a request ends, not content), so they are left out of
+// the comparison; nothing else is normalised.
+func cmdSamePrefix(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: sameprefix")
+	}
+	type parts struct {
+		Tools    json.RawMessage   `json:"tools"`
+		System   json.RawMessage   `json:"system"`
+		Messages []json.RawMessage `json:"messages"`
+	}
+	bodies := recordedBodies(ts)
+	if len(bodies) < 2 {
+		ts.Fatalf("sameprefix needs two requests, the server received %d", len(bodies))
+	}
+	var prev parts
+	for i, b := range bodies {
+		s := strings.ReplaceAll(string(b), ","+cacheMarker, "")
+		s = strings.ReplaceAll(s, cacheMarker+",", "")
+		var p parts
+		if err := json.Unmarshal([]byte(s), &p); err != nil {
+			ts.Fatalf("request %d: %v", i+1, err)
+		}
+		if i > 0 {
+			if string(p.Tools) != string(prev.Tools) || string(p.System) != string(prev.System) {
+				ts.Fatalf("request %d: tools or system differ from request %d's:\n%s %s\n%s %s", i+1, i, prev.Tools, prev.System, p.Tools, p.System)
+			}
+			if len(p.Messages) <= len(prev.Messages) {
+				ts.Fatalf("request %d has %d messages, request %d had %d", i+1, len(p.Messages), i, len(prev.Messages))
+			}
+			for j := range prev.Messages {
+				if string(p.Messages[j]) != string(prev.Messages[j]) {
+					ts.Fatalf("request %d: message %d differs from request %d's:\n%s\n%s", i+1, j+1, i, prev.Messages[j], p.Messages[j])
+				}
+			}
+		}
+		prev = p
+	}
+	ts.Logf("%d requests, each extends the one before", len(bodies))
 }

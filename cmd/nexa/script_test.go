@@ -57,6 +57,8 @@ func TestScripts(t *testing.T) {
 			"jsonlines":       cmdJSONLines,
 			"exits":           cmdExits,
 			"fakemodel":       cmdFakeModel,
+			"fakerequest":     cmdFakeRequest,
+			"sameprefix":      cmdSamePrefix,
 			"httpsink":        cmdHTTPSink,
 			"httpredirect":    cmdHTTPRedirect,
 			"notes-http":      cmdNotesHTTP,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/nexa-run/nexa/internal/session"
 	"github.com/nexa-run/nexa/internal/testknob"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -37,6 +38,8 @@ type agentFlags struct {
 	maxTurns     int
 	maxToolCalls int
 	maxTokens    int
+	maxCost      float64
+	prices       string
 	output       string
 	quiet        bool
 	policy       string
@@ -102,6 +105,8 @@ Exit codes: 0 completed (or queued with --detach), 1 failed, 2 usage or input er
 	fl.IntVar(&f.maxTurns, "max-turns", 0, "budget: most provider requests in the run (0: unlimited)")
 	fl.IntVar(&f.maxToolCalls, "max-tool-calls", 0, "budget: most tool executions in the run (0: unlimited)")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "budget: most total tokens in the run (0: unlimited)")
+	fl.Float64Var(&f.maxCost, "max-cost", 0, "budget: most US dollars the run's model requests may cost (0: unlimited; a resume may raise it)")
+	fl.StringVar(&f.prices, "prices", "", "prices `FILE` (TOML) over the built-in model prices (or NEXA_PRICES)")
 	fl.StringVar(&f.output, "output", "json", "what stdout carries: json, jsonl (one event per line, then the object) or text")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress on stderr")
 	fl.StringVar(&f.policy, "policy", "", "policy `FILE` of rules that allow, deny or ask about tool calls (or NEXA_POLICY)")
@@ -189,6 +194,9 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 			return agentUsageError(e, f, n.name+" must be zero (unlimited) or positive")
 		}
 	}
+	if f.maxCost < 0 || math.IsNaN(f.maxCost) || math.IsInf(f.maxCost, 0) {
+		return agentUsageError(e, f, "--max-cost must be zero (unlimited) or a positive number of US dollars")
+	}
 	var timeout time.Duration
 	if f.timeout != "" {
 		d, err := parseTimeout(f.timeout)
@@ -252,7 +260,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	}
 	var display *progressPrinter
 	sess, err := session.Prepare(session.Options{
-		Env: senv, Program: prog, Agent: agent, StoreFlag: f.store, Policy: policyPath,
+		Env: senv, Program: prog, Agent: agent, StoreFlag: f.store, Policy: policyPath, Prices: f.prices,
 		Provider: session.ProviderOptions{Provider: f.provider, Model: f.model, BaseURL: f.baseURL, Resume: f.resume != ""},
 		OnRetry:  func(attempt int, err error, delay time.Duration) { display.retrying(attempt, err, delay) },
 	})
@@ -358,7 +366,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		choice.NoStream = f.noStream
 		run, err = runner.Start(dctx, engine.NewRun{
 			ID: runID, Task: task, File: file, WorkDir: wd, Deadline: sess.Deadline,
-			Budgets: state.Budgets{MaxTurns: f.maxTurns, MaxToolCalls: f.maxToolCalls, MaxTokens: f.maxTokens},
+			Budgets: state.Budgets{MaxTurns: f.maxTurns, MaxToolCalls: f.maxToolCalls, MaxTokens: f.maxTokens, MaxCostUSD: f.maxCost},
 			Choice:  &choice,
 			Detach:  f.detach,
 
@@ -391,6 +399,9 @@ func resumeOptions(c *cobra.Command, f *agentFlags, prog *ir.Program, agentName 
 	}
 	if c.Flags().Changed("max-tokens") {
 		req.Budgets.MaxTokens = &f.maxTokens
+	}
+	if c.Flags().Changed("max-cost") {
+		req.Budgets.MaxCost = &f.maxCost
 	}
 	var ds []engine.Decision
 	for _, id := range f.approve {

@@ -84,6 +84,7 @@ const environmentHelp = `Environment variables nexa reads (docs/reference/cli.md
                           bound on starting an MCP server and listing its
                           tools (default 60s)
     NEXA_POLICY           policy file, as --policy
+    NEXA_PRICES           prices file, as --prices
     NEXA_PYTHON           Python interpreter for tools (default python3)
     NEXA_BWRAP            bubblewrap binary for sandboxed tools (default
                           bwrap on PATH)

@@ -279,7 +279,7 @@ func printTextResult(w io.Writer, r *runResult) {
 	}
 	if r.Usage != nil {
 		u := r.Usage
-		fmt.Fprintf(w, "usage:   %d requests, %d tool calls, %d tokens (%d in, %d out)\n", u.ProviderRequests, u.ToolCalls, u.TotalTokens, u.InputTokens, u.OutputTokens)
+		fmt.Fprintf(w, "usage:   %d requests, %d tool calls, %d tokens (%d in, %d of them cached, %d out), cost %s\n", u.ProviderRequests, u.ToolCalls, u.TotalTokens, u.InputTokens, u.CachedInputTokens, u.OutputTokens, costText(*u))
 	}
 	for _, c := range r.PendingCalls {
 		fmt.Fprintf(w, "pending: %s %s %s\n", c.CallID, c.Tool, compactJSON(c.Arguments, 500))

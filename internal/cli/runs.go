@@ -156,9 +156,13 @@ runs are created, saved or deleted: runs created later sort before it.`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tSTATUS\tAGENT\tFILE\tUPDATED\tREV")
+			fmt.Fprintln(tw, "RUN\tSTATUS\tAGENT\tFILE\tUPDATED\tREV\tCOST")
 			for _, r := range page.Runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Status, r.Agent, r.File, r.UpdatedAt.Local().Format("2006-01-02 15:04:05"), r.Revision)
+				cost := "-"
+				if r.CostUSD != nil {
+					cost = "$" + strconv.FormatFloat(*r.CostUSD, 'f', -1, 64)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.Status, r.Agent, r.File, r.UpdatedAt.Local().Format("2006-01-02 15:04:05"), r.Revision, cost)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -285,7 +289,7 @@ func printRun(e *env, st *state.RunState, flags string, om state.Omitted) {
 		fmt.Fprintf(w, "held by   %s (lease epoch %d, until %s)\n", h.Owner, h.Epoch, h.Expires.Local().Format(time.RFC3339Nano))
 	}
 	u := st.Usage
-	fmt.Fprintf(w, "usage     %d requests, %d tool calls, %d tokens\n", u.ProviderRequests, u.ToolCalls, u.TotalTokens)
+	fmt.Fprintf(w, "usage     %d requests, %d tool calls, %d tokens (%d input, %d of them cached), cost %s\n", u.ProviderRequests, u.ToolCalls, u.TotalTokens, u.InputTokens, u.CachedInputTokens, costText(u))
 	if st.Error != nil {
 		fmt.Fprintf(w, "error     %s: %s\n", st.Error.Code, st.Error.Message)
 	}
@@ -642,4 +646,14 @@ func readArgsFlag(e *env, v string) ([]byte, error) {
 		return nil, usageErrorf("--args %s is over %d bytes; edited arguments are at most 1 MiB", v, engine.MaxEditBytes)
 	}
 	return b, nil
+}
+
+// costText renders a usage's cost for people: dollars with as many digits
+// as the prices give, or "unknown" when a request had no price.
+func costText(u state.Usage) string {
+	c, ok := u.Cost()
+	if !ok {
+		return "unknown"
+	}
+	return "$" + strconv.FormatFloat(c, 'f', -1, 64)
 }

@@ -181,6 +181,9 @@ func Resolve(st *state.RunState, callID, output string, success bool, by string,
 // BudgetFlags are the budgets given on a command line; nil means omitted.
 type BudgetFlags struct {
 	MaxTurns, MaxToolCalls, MaxTokens *int
+	// MaxCost may be raised by a resume (never lowered): see
+	// raiseMaxCost.
+	MaxCost *float64
 }
 
 // ResumeRequest is what a resuming process found: it must match the run.
@@ -230,6 +233,9 @@ func CheckResume(st *state.RunState, req ResumeRequest) error {
 		return err
 	}
 	if err := check("--max-tokens", req.Budgets.MaxTokens, c.Budgets.MaxTokens); err != nil {
+		return err
+	}
+	if err := checkMaxCost(st, req.Budgets.MaxCost); err != nil {
 		return err
 	}
 	if !sameServers(req.MCPServers, c.MCPServers) {

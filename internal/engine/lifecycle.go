@@ -238,6 +238,25 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 	if o.TimeoutGiven {
 		return run, &Error{Code: CodeUsage, Refusal: true, Message: "--timeout is fixed when a run starts; a resume keeps the run's deadline (omit --timeout)"}
 	}
+	raised, reopen := raiseMaxCost(run, o.Request.Budgets.MaxCost)
+	if raised {
+		if err := r.checkPriced(run.Config.Budgets); err != nil {
+			return run, err
+		}
+		if reopen {
+			// Stopped at its old money budget: it continues under
+			// the new one (the loop checks every budget again
+			// before its next request).
+			run.Status, run.Error = state.StatusInterrupted, nil
+		}
+		if err := r.store.Save(ctx, run, state.Delta{}); err != nil {
+			return run, storeError(run.ID, err)
+		}
+	} else if run.Config.Budgets.MaxCostUSD > 0 && !run.Status.Terminal() {
+		if err := r.checkPriced(run.Config.Budgets); err != nil {
+			return run, err
+		}
+	}
 	if run.Status.Terminal() {
 		if len(o.Decisions) > 0 {
 			return run, &Error{Code: CodeNotWaiting, Refusal: true, Message: fmt.Sprintf("run %s is %s; there is nothing to decide", run.ID, run.Status)}

@@ -281,6 +281,9 @@ func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) 
 		Task:  nr.Task,
 		Lease: &state.Lease{Owner: r.owner, TTL: r.leaseTTL},
 	}
+	if err := r.checkPriced(nr.Budgets); err != nil {
+		return nil, err
+	}
 	if sp := r.agent.SystemPrompt(); sp != "" {
 		st.Messages = append(st.Messages, state.Message{Seq: 0, Role: state.RoleSystem, Content: sp})
 	}
@@ -590,6 +593,16 @@ func (d *driver) request(ctx context.Context) (step, error) {
 	if b.MaxTokens > 0 && st.Usage.TotalTokens >= b.MaxTokens {
 		return d.exhausted(ctx, fmt.Sprintf("the run used %d tokens (--max-tokens %d)", st.Usage.TotalTokens, b.MaxTokens))
 	}
+	if b.MaxCostUSD > 0 {
+		// Fail closed: a cost that is not known cannot be under budget.
+		spent, known := st.Usage.Cost()
+		if !known {
+			return d.exhausted(ctx, fmt.Sprintf("the run's cost is unknown (a request had no price) and it has --max-cost %s; give prices for its model (--prices) and resume with a higher --max-cost", usd(b.MaxCostUSD)))
+		}
+		if spent >= b.MaxCostUSD {
+			return d.exhausted(ctx, fmt.Sprintf("the run spent %s (--max-cost %s); resume it with a higher --max-cost to continue", usd(spent), usd(b.MaxCostUSD)))
+		}
+	}
 	if st.Status != state.StatusRunning {
 		// Mark the run as being driven, so a crash from here on leaves
 		// a resumable running run.
@@ -732,6 +745,7 @@ func (d *driver) buildRequest() provider.Request {
 		MaxTokens:   a.MaxTokens,
 		JSONOutput:  a.OutputFormat == "json" || a.Implements != "",
 		Stream:      !d.r.noStream && (a.Stream == nil || *a.Stream),
+		CacheKey:    d.st.ID,
 	}
 	if schema := d.r.outputSchema(); schema != nil {
 		req.Output = &provider.OutputSchema{Name: a.Implements, Schema: schema}

@@ -345,9 +345,64 @@ func (a *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 			p.ToolChoice = anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{}}
 		}
 	}
+	markCacheBreakpoints(&p)
 	// req.Temperature is not sent: the SDK's API version (2026-10-21) has
 	// no sampling parameters, and the API rejects unknown fields.
 	return p, nil
+}
+
+// markCacheBreakpoints puts prompt-caching breakpoints (cache_control
+// ephemeral, the five-minute cache) on a request, at most the API's four
+// (docs/providers.md, "Prompt caching"):
+//
+//  1. the last tool: the tools, sorted by name, never change within a
+//     run, so they are cached apart from the conversation;
+//  2. the last system block: the agent's prompt and nexa's instructions;
+//  3. the last block of the message the previous request ended with (the
+//     user turn before the latest assistant reply): this request reads
+//     the cache the previous one wrote there, however many blocks the
+//     reply and its tool results added;
+//  4. the last block of the last message: the conversation so far, which
+//     the next request reads.
+//
+// Markers sit only in the request: the content before them is the same
+// bytes in every request of the run, in this process or after a resume in
+// another, because it is built from the stored messages alone.
+func markCacheBreakpoints(p *anthropic.MessageNewParams) {
+	ephemeral := anthropic.NewCacheControlEphemeralParam()
+	if n := len(p.Tools); n > 0 {
+		if cc := p.Tools[n-1].GetCacheControl(); cc != nil {
+			*cc = ephemeral
+		}
+	}
+	if n := len(p.System); n > 0 {
+		p.System[n-1].CacheControl = ephemeral
+	}
+	markLast := func(content []anthropic.ContentBlockParamUnion) {
+		if len(content) > 0 {
+			if cc := content[len(content)-1].GetCacheControl(); cc != nil {
+				*cc = ephemeral
+			}
+		}
+	}
+	n := len(p.Messages)
+	if n == 0 {
+		return
+	}
+	switch last := p.Messages[n-1]; {
+	case last.OfUser != nil:
+		markLast(last.OfUser.Content)
+	case last.OfAssistant != nil:
+		markLast(last.OfAssistant.Content)
+	}
+	for i := n - 2; i > 0; i-- {
+		if p.Messages[i].OfAssistant != nil {
+			if prev := p.Messages[i-1].OfUser; prev != nil {
+				markLast(prev.Content)
+			}
+			break
+		}
+	}
 }
 
 // answerTool is the tool that carries a protocol answer for req, or nil
@@ -551,7 +606,9 @@ func compactArguments(input string) string {
 
 // anthropicUsage converts the wire usage. Tokens read from or written to the
 // prompt cache are input tokens too (the API counts them apart from
-// input_tokens), so budgets see everything the prompt cost. A count that is
+// input_tokens), so budgets see everything the prompt cost; they are also
+// kept apart (CachedInputTokens, CacheCreationInputTokens) for their
+// prices. A count that is
 // negative or above MaxReplyTokens is an error: left out or clamped, it
 // would let a run spend past its budget.
 func anthropicUsage(u map[string]json.RawMessage) (state.Usage, error) {
@@ -571,10 +628,12 @@ func anthropicUsage(u map[string]json.RawMessage) (state.Usage, error) {
 		return int(v)
 	}
 	out := state.Usage{
-		InputTokens:      n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens"),
-		OutputTokens:     n("output_tokens"),
-		ProviderRequests: 1,
+		CachedInputTokens:        n("cache_read_input_tokens"),
+		CacheCreationInputTokens: n("cache_creation_input_tokens"),
+		OutputTokens:             n("output_tokens"),
+		ProviderRequests:         1,
 	}
+	out.InputTokens = n("input_tokens") + out.CachedInputTokens + out.CacheCreationInputTokens
 	out.TotalTokens = out.InputTokens + out.OutputTokens
 	return out, bad
 }

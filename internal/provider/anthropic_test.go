@@ -275,7 +275,7 @@ func TestAnthropicNonStreamToolUse(t *testing.T) {
 	if reply.FinishReason != "tool_use" {
 		t.Errorf("finish = %q", reply.FinishReason)
 	}
-	if reply.Usage != (state.Usage{InputTokens: 135, OutputTokens: 30, TotalTokens: 165, ProviderRequests: 1}) {
+	if reply.Usage != (state.Usage{InputTokens: 135, CachedInputTokens: 5, CacheCreationInputTokens: 10, OutputTokens: 30, TotalTokens: 165, ProviderRequests: 1}) {
 		t.Errorf("usage = %+v", reply.Usage)
 	}
 	if string(reply.Raw) != anthropicMessageJSON {
@@ -504,7 +504,7 @@ func TestAnthropicStreamAssemblesToolUse(t *testing.T) {
 			if reply.FinishReason != "tool_use" {
 				t.Errorf("finish = %q", reply.FinishReason)
 			}
-			if reply.Usage != (state.Usage{InputTokens: 500, OutputTokens: 89, TotalTokens: 589, ProviderRequests: 1}) {
+			if reply.Usage != (state.Usage{InputTokens: 500, CachedInputTokens: 28, OutputTokens: 89, TotalTokens: 589, ProviderRequests: 1}) {
 				t.Errorf("usage = %+v", reply.Usage)
 			}
 			wantRaw := `{"id":"msg_014p7gG3wDgGV9EUtLvnow3U","type":"message","role":"assistant","model":"claude-test-20250101","content":[` +
@@ -538,7 +538,7 @@ func TestAnthropicStreamUsageInMessageDelta(t *testing.T) {
 	if reply.Message.Content != "Done." || reply.FinishReason != "end_turn" {
 		t.Errorf("reply = %+v", reply)
 	}
-	if reply.Usage != (state.Usage{InputTokens: 15, OutputTokens: 7, TotalTokens: 22, ProviderRequests: 1}) {
+	if reply.Usage != (state.Usage{InputTokens: 15, CachedInputTokens: 3, OutputTokens: 7, TotalTokens: 22, ProviderRequests: 1}) {
 		t.Errorf("usage = %+v", reply.Usage)
 	}
 }

@@ -245,6 +245,13 @@ func (o *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 	if req.Stream {
 		p.StreamOptions.IncludeUsage = openai.Bool(true)
 	}
+	if req.CacheKey != "" && o.baseURL == DefaultOpenAIBaseURL {
+		// OpenAI routes requests with the same key to the same cache,
+		// so a run's requests hit the prefix its earlier ones wrote.
+		// Other OpenAI-compatible servers may reject a field they do
+		// not know, so only OpenAI's own API is sent it.
+		p.PromptCacheKey = openai.String(req.CacheKey)
+	}
 	return p, nil
 }
 
@@ -323,12 +330,15 @@ func (o *OpenAI) replyFrom(cc *openai.ChatCompletion) (Reply, error) {
 }
 
 // usageFrom converts the wire usage; total is derived when a server omits it.
+// Cached prompt tokens (prompt_tokens_details.cached_tokens) are part of
+// prompt_tokens, as they are of InputTokens.
 func usageFrom(u openai.CompletionUsage) state.Usage {
 	out := state.Usage{
-		InputTokens:      int(u.PromptTokens),
-		OutputTokens:     int(u.CompletionTokens),
-		TotalTokens:      int(u.TotalTokens),
-		ProviderRequests: 1,
+		InputTokens:       int(u.PromptTokens),
+		CachedInputTokens: int(u.PromptTokensDetails.CachedTokens),
+		OutputTokens:      int(u.CompletionTokens),
+		TotalTokens:       int(u.TotalTokens),
+		ProviderRequests:  1,
 	}
 	if out.TotalTokens == 0 {
 		out.TotalTokens = out.InputTokens + out.OutputTokens

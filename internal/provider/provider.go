@@ -62,6 +62,11 @@ type Request struct {
 	Output *OutputSchema
 	// Stream selects streaming where the provider supports it.
 	Stream bool
+	// CacheKey names the conversation for the provider's prompt cache
+	// (the run id): OpenAI's API is sent it as prompt_cache_key, so the
+	// requests of one run, before and after a resume, reach the same
+	// cache. Empty sends none.
+	CacheKey string
 }
 
 // OutputSchema is the protocol a final answer must implement.
@@ -135,4 +140,19 @@ func AsError(err error) (*Error, bool) {
 		return pe, true
 	}
 	return nil, false
+}
+
+// Pricer is a provider that prices its replies (Reply.Usage.CostUSD): the
+// prices package wraps a provider in one when a price table is in use.
+type Pricer interface {
+	// PriceKnown reports whether the provider's model has a price, so
+	// that a money budget is refused at once rather than never checked.
+	PriceKnown() bool
+}
+
+// PriceKnown reports whether p prices its replies; a provider that is not
+// a Pricer has no price.
+func PriceKnown(p Provider) bool {
+	pr, ok := p.(Pricer)
+	return ok && pr.PriceKnown()
 }

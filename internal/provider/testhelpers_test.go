@@ -31,22 +31,36 @@ type fakeServer struct {
 	requests []recorded
 }
 
+// recorded is one request. Raw and Body leave out the prompt-caching
+// markers (cache_control), so that the checks of how a conversation is
+// converted need not say where they sit; Sent is the body as sent, which
+// TestAnthropicCacheBreakpoints checks.
 type recorded struct {
 	Path   string
 	Header http.Header
 	Body   map[string]any
 	Raw    []byte
+	Sent   []byte
+}
+
+// withoutCacheMarkers removes the cache_control markers from a request
+// body, byte for byte otherwise.
+func withoutCacheMarkers(raw []byte) []byte {
+	const marker = `"cache_control":{"type":"ephemeral"}`
+	s := strings.ReplaceAll(string(raw), ","+marker, "")
+	return []byte(strings.ReplaceAll(s, marker+",", ""))
 }
 
 func newFake(t *testing.T, handler http.HandlerFunc) *fakeServer {
 	t.Helper()
 	f := &fakeServer{}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, _ := io.ReadAll(r.Body)
+		sent, _ := io.ReadAll(r.Body)
+		raw := withoutCacheMarkers(sent)
 		var body map[string]any
 		_ = json.Unmarshal(raw, &body)
 		f.mu.Lock()
-		f.requests = append(f.requests, recorded{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Raw: raw})
+		f.requests = append(f.requests, recorded{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Raw: raw, Sent: sent})
 		f.mu.Unlock()
 		handler(w, r)
 	}))

@@ -66,20 +66,31 @@ type Event struct {
 	URL string `json:"url,omitempty"`
 }
 
-// Usage is the tokens of one model reply.
+// Usage is the tokens of one model reply (the cached and cache-writing
+// ones are parts of InputTokens) and what it cost, null when its price is
+// unknown.
 type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-	TotalTokens  int `json:"total_tokens"`
+	InputTokens              int      `json:"input_tokens"`
+	CachedInputTokens        int      `json:"cached_input_tokens"`
+	CacheCreationInputTokens int      `json:"cache_creation_input_tokens"`
+	OutputTokens             int      `json:"output_tokens"`
+	TotalTokens              int      `json:"total_tokens"`
+	CostUSD                  *float64 `json:"cost_usd"`
 }
 
 // UsageOf is the reply usage of u; nil (no usage known) is all zeros, as
-// the schema wants the field on every reply.
+// for a request that failed for good, with no cost.
 func UsageOf(u *state.Usage) *Usage {
 	if u == nil {
 		return &Usage{}
 	}
-	return &Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
+	r := &Usage{InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens,
+		OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
+	if u.CostKnown {
+		c := u.CostUSD
+		r.CostUSD = &c
+	}
+	return r
 }
 
 // Int is a pointer to v, for the fields that are present even when 0.

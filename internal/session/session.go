@@ -10,6 +10,7 @@ import (
 
 	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/ir"
+	"github.com/nexa-run/nexa/internal/prices"
 	"github.com/nexa-run/nexa/internal/state"
 	"github.com/nexa-run/nexa/internal/store/sqlite"
 	"github.com/nexa-run/nexa/internal/tools/mcptool"
@@ -31,6 +32,9 @@ type Options struct {
 	Policy string
 	// OnRetry reports a provider retry (for progress lines); may be nil.
 	OnRetry func(attempt int, err error, delay time.Duration)
+	// Prices is a prices file read over the built-in prices (--prices);
+	// "" reads NEXA_PRICES, if set.
+	Prices string
 }
 
 // Session is what Prepare assembled for one run: the secrets and their
@@ -84,6 +88,17 @@ func Prepare(o Options) (*Session, error) {
 	if err != nil {
 		return nil, refuse(engine.CodeUsage, sec.redact(err.Error()))
 	}
+	pricesFile := o.Prices
+	if pricesFile == "" {
+		pricesFile = o.Env.getenv("NEXA_PRICES")
+	}
+	table, err := prices.Load(pricesFile)
+	if err != nil {
+		return nil, refuse(engine.CodeUsage, err.Error())
+	}
+	// Outermost, so that the cost is of the reply the run keeps (failed
+	// tries are not counted, as they are not in the usage).
+	prov.provider = prices.Wrap(prov.provider, table)
 	s.provider = prov
 	return s, nil
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -111,11 +112,16 @@ type ProviderIdentity struct {
 	Digest string `json:"digest,omitempty"`
 }
 
-// Budgets are fixed when a run starts; zero means unlimited.
+// Budgets are fixed when a run starts; zero means unlimited. MaxCostUSD
+// alone may be raised by a resume (docs/reference/runtime.md, "Deadline,
+// budgets and signals"): money is the budget a person tops up.
 type Budgets struct {
 	MaxTurns     int `json:"max_turns,omitempty"`
 	MaxToolCalls int `json:"max_tool_calls,omitempty"`
 	MaxTokens    int `json:"max_tokens,omitempty"`
+	// MaxCostUSD bounds what the run's provider requests may cost, in
+	// US dollars, by the prices of internal/prices (--max-cost).
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 }
 
 // Config is everything a resume must reproduce exactly.
@@ -192,25 +198,101 @@ type MCPServer struct {
 
 // Usage counts what a run has consumed, for budgets and for the JSON output.
 type Usage struct {
-	InputTokens      int `json:"input_tokens"`
-	OutputTokens     int `json:"output_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-	ProviderRequests int `json:"provider_requests"`
-	ToolCalls        int `json:"tool_calls"`
+	// InputTokens counts every token of the prompts, cached or not:
+	// CachedInputTokens and CacheCreationInputTokens are parts of it.
+	InputTokens int `json:"input_tokens"`
+	// CachedInputTokens were read from the provider's prompt cache
+	// (Anthropic cache_read_input_tokens, OpenAI
+	// prompt_tokens_details.cached_tokens), billed at a lower price.
+	CachedInputTokens int `json:"cached_input_tokens"`
+	// CacheCreationInputTokens were written to the prompt cache
+	// (Anthropic cache_creation_input_tokens), billed at a higher price.
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	TotalTokens              int `json:"total_tokens"`
+	ProviderRequests         int `json:"provider_requests"`
+	ToolCalls                int `json:"tool_calls"`
 	// RefusedCalls counts the calls completed as denied (by a person or
 	// a policy rule) or expired, so a reader of a long run knows whether
 	// any are among the calls it did not load.
 	RefusedCalls int `json:"refused_calls,omitempty"`
+	// CostUSD is what the requests cost in US dollars by the prices
+	// known when they were made, when CostKnown; unknown when the price
+	// of any of them was, since a cost that leaves a request out would be
+	// a guess. Read it with Cost: a usage of no request costs nothing.
+	// In JSON both are cost_usd, a number or null (MarshalJSON); they are
+	// values, not a pointer, so that usages compare with ==.
+	CostUSD   float64 `json:"-"`
+	CostKnown bool    `json:"-"`
 }
 
-// Add accumulates another usage record into u.
+// Cost is the usage's cost in US dollars and whether it is known: the
+// recorded cost, else zero for a usage of no provider request (a run that
+// asked nothing spent nothing), else unknown.
+func (u Usage) Cost() (float64, bool) {
+	if u.CostKnown {
+		return u.CostUSD, true
+	}
+	return 0, u.ProviderRequests == 0
+}
+
+// usageFields is Usage without its methods, for its JSON.
+type usageFields Usage
+
+// usageJSON is Usage as JSON: its counts and cost_usd.
+type usageJSON struct {
+	usageFields
+	CostUSD *float64 `json:"cost_usd"`
+}
+
+// MarshalJSON writes the usage with cost_usd as Cost reads it: a number,
+// 0 for a run that made no request, or null when unknown.
+func (u Usage) MarshalJSON() ([]byte, error) {
+	j := usageJSON{usageFields: usageFields(u)}
+	if c, ok := u.Cost(); ok {
+		j.CostUSD = &c
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote, so that a usage survives
+// the store unchanged: the 0 of a usage of no request is Cost's, not a
+// recorded cost.
+func (u *Usage) UnmarshalJSON(b []byte) error {
+	var j usageJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*u = Usage(j.usageFields)
+	u.CostUSD, u.CostKnown = 0, false
+	if j.CostUSD != nil && (u.ProviderRequests > 0 || *j.CostUSD != 0) {
+		u.CostUSD, u.CostKnown = *j.CostUSD, true
+	}
+	return nil
+}
+
+// RoundCost rounds a dollar amount to the nano-dollar, so that sums of
+// per-request costs print as the prices add up (0.0003, not
+// 0.00030000000000000003).
+func RoundCost(usd float64) float64 { return math.Round(usd*1e9) / 1e9 }
+
+// Add accumulates another usage record into u. The cost stays known only
+// while both sides know theirs.
 func (u *Usage) Add(o Usage) {
+	uc, uok := u.Cost()
+	oc, ook := o.Cost()
 	u.InputTokens += o.InputTokens
+	u.CachedInputTokens += o.CachedInputTokens
+	u.CacheCreationInputTokens += o.CacheCreationInputTokens
 	u.OutputTokens += o.OutputTokens
 	u.TotalTokens += o.TotalTokens
 	u.ProviderRequests += o.ProviderRequests
 	u.ToolCalls += o.ToolCalls
 	u.RefusedCalls += o.RefusedCalls
+	u.CostUSD, u.CostKnown = 0, false
+	if uok && ook {
+		u.CostUSD, u.CostKnown = RoundCost(uc+oc), true
+	}
 }
 
 // Roles of a provider-neutral message.
@@ -427,6 +509,8 @@ type Summary struct {
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Revision  int64     `json:"revision"`
+	// CostUSD is the run's usage.cost_usd: nil when unknown.
+	CostUSD *float64 `json:"cost_usd"`
 }
 
 // Filter selects runs for List and Prune; zero fields match everything.

@@ -148,7 +148,7 @@ func Time(n int64) time.Time { return time.Unix(0, n).UTC() }
 
 // SummaryColumns are the columns, in order, that ScanSummary reads: both
 // stores' List select them under the same names.
-const SummaryColumns = "id, status, agent, file, created_at, updated_at, revision"
+const SummaryColumns = "id, status, agent, file, created_at, updated_at, revision, usage"
 
 // ScanSummary reads one row of SummaryColumns with scan (the Scan method
 // of either driver's rows), so both stores turn a list row into a summary
@@ -158,9 +158,25 @@ func ScanSummary(scan func(dest ...any) error) (state.Summary, error) {
 		sum              state.Summary
 		status           string
 		created, updated int64
+		usage            string
 	)
-	if err := scan(&sum.ID, &status, &sum.Agent, &sum.File, &created, &updated, &sum.Revision); err != nil {
+	if err := scan(&sum.ID, &status, &sum.Agent, &sum.File, &created, &updated, &sum.Revision, &usage); err != nil {
 		return sum, err
+	}
+	// The listing shows what the run cost (nil when unknown); a usage
+	// that does not decode is shown as unknown rather than failing the
+	// whole listing.
+	var u struct {
+		CostUSD          *float64 `json:"cost_usd"`
+		ProviderRequests int      `json:"provider_requests"`
+	}
+	if jsonv2.Unmarshal([]byte(usage), &u) == nil {
+		switch {
+		case u.CostUSD != nil:
+			sum.CostUSD = u.CostUSD
+		case u.ProviderRequests == 0:
+			sum.CostUSD = new(float64) // no request, no cost (state.Usage.Cost)
+		}
 	}
 	sum.Status = state.Status(status)
 	sum.CreatedAt, sum.UpdatedAt = Time(created), Time(updated)
