@@ -18,7 +18,7 @@ func Metered(m *telemetry.Metrics) Telemetry { return metered{m} }
 
 type metered struct{ m *telemetry.Metrics }
 
-func (t metered) Claimed(_, _ string, claim, _ time.Duration) { t.m.Claimed(claim) }
+func (t metered) Claimed(_, _ string, _, waited time.Duration) { t.m.Claimed(waited) }
 
 func (t metered) LeaseRenewed(_ string, err error) {
 	switch {
