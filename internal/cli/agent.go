@@ -261,7 +261,8 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	var display *progressPrinter
 	sess, err := session.Prepare(session.Options{
 		Env: senv, Program: prog, Agent: agent, StoreFlag: f.store, Policy: policyPath, Prices: f.prices,
-		Provider: session.ProviderOptions{Provider: f.provider, Model: f.model, BaseURL: f.baseURL, Resume: f.resume != ""},
+		Provider: session.ProviderOptions{Provider: f.provider, Model: f.model, BaseURL: f.baseURL, Resume: f.resume != "",
+			IdentifyOnly: f.detach && f.resume == ""},
 		OnRetry:  func(attempt int, err error, delay time.Duration) { display.retrying(attempt, err, delay) },
 	})
 	if err != nil {

@@ -29,6 +29,10 @@ type ProviderOptions struct {
 	// Resume: the provider continues an existing run (a script then
 	// checks its replies from the first request of this process).
 	Resume bool
+	// IdentifyOnly: the provider is only identified for the run's record,
+	// never called in this process (nexa agent --detach: a worker calls
+	// it, with its own key), so a missing key is no error here.
+	IdentifyOnly bool
 }
 
 // resolveProvider applies docs/reference/runtime.md#provider-resolution: the provider kind, the
@@ -117,13 +121,13 @@ func resolveProvider(e Env, f ProviderOptions, prog *ir.Program, agent *ir.Agent
 	var p provider.Provider
 	if kind == "anthropic" {
 		lookup("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", e.getenv)
-		if key == "" && (baseURL == "" || baseURL == provider.DefaultAnthropicBaseURL) {
+		if key == "" && !f.IdentifyOnly && (baseURL == "" || baseURL == provider.DefaultAnthropicBaseURL) {
 			return nil, missingKey("Anthropic", "ANTHROPIC_API_KEY", prefix)
 		}
 		p, err = provider.NewAnthropic(provider.AnthropicConfig{BaseURL: or(baseURL, provider.DefaultAnthropicBaseURL), APIKey: key, Model: name})
 	} else {
 		lookup("OPENAI_BASE_URL", "OPENAI_API_KEY", e.getenv)
-		if key == "" && (baseURL == "" || baseURL == provider.DefaultOpenAIBaseURL) {
+		if key == "" && !f.IdentifyOnly && (baseURL == "" || baseURL == provider.DefaultOpenAIBaseURL) {
 			return nil, missingKey("OpenAI", "OPENAI_API_KEY", prefix)
 		}
 		p, err = provider.NewOpenAI(provider.OpenAIConfig{BaseURL: or(baseURL, provider.DefaultOpenAIBaseURL), APIKey: key, Model: name})
