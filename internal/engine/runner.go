@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"github.com/nexa-run/nexa/internal/tool"
+	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -41,6 +43,9 @@ type Runner struct {
 	exposed    map[string]*ir.Tool
 	schemas    *schemaSet
 	rules      Rules
+	// maxParallel is how many calls of one reply may run at once
+	// (Config.MaxParallelTools, at least 1).
+	maxParallel int
 }
 
 // ToolLog receives what tools print during a run; Close is called when the
@@ -97,7 +102,24 @@ type Config struct {
 	LeaseTicker func(period time.Duration) (ticks <-chan time.Time, stop func())
 	// Rules are the policy rules of --policy; nil when none was named.
 	Rules Rules
+	// MaxParallelTools bounds how many calls of one reply run at once
+	// (--max-parallel-tools): calls that need no person start together
+	// up to this many, each under its own journal stages; 1 runs them one
+	// after another; 0 takes DefaultMaxParallelTools. Executors are then
+	// called concurrently, and so is ToolLog's writer (through a lock).
+	MaxParallelTools int
 }
+
+// DefaultMaxParallelTools is how many calls of one reply run at once when
+// the command does not say (--max-parallel-tools): enough for the usual
+// fan-out of independent lookups a model asks for in one reply, few enough
+// that a reply of many calls does not start a crowd of processes on a small
+// machine.
+const DefaultMaxParallelTools = 4
+
+// MaxParallelToolsLimit is the largest --max-parallel-tools accepted: a
+// reply never has more calls that execute (MaxCallsPerReply).
+const MaxParallelToolsLimit = MaxCallsPerReply
 
 // NewRunner checks the configuration and prepares schema validators for the
 // exposed tools.
@@ -139,6 +161,14 @@ func newRunner(cfg Config) (*Runner, error) {
 		leaseTTL:  cfg.LeaseTTL,
 		leaseTick: cfg.LeaseTicker,
 		rules:     cfg.Rules,
+
+		maxParallel: cfg.MaxParallelTools,
+	}
+	if r.maxParallel <= 0 {
+		r.maxParallel = DefaultMaxParallelTools
+	}
+	if r.maxParallel > MaxParallelToolsLimit {
+		return nil, refuse(CodeUsage, "at most %d calls of one reply can run at once (the most calls of a reply that execute); MaxParallelTools %d is more", MaxParallelToolsLimit, cfg.MaxParallelTools)
 	}
 	if r.leaseTTL <= 0 {
 		r.leaseTTL = LeaseTTL
@@ -354,6 +384,9 @@ type driver struct {
 	r   *Runner
 	st  *state.RunState
 	log ToolLog
+	// toolOut is what tools print to: log behind a lock, since calls of
+	// one reply may print at the same time. Nil when there is no log.
+	toolOut io.Writer
 
 	// What the loop asks of the run at every step is kept here, built
 	// once per drive and updated as the drive appends, so that a step
@@ -397,6 +430,9 @@ type heldResult struct {
 
 func newDriver(r *Runner, st *state.RunState, log ToolLog) *driver {
 	d := &driver{r: r, st: st, log: log, callIdx: make(map[string]int, len(st.Journal))}
+	if log != nil {
+		d.toolOut = &lockedWriter{w: log}
+	}
 	for i := range st.Journal {
 		d.callIdx[st.Journal[i].CallID] = i
 	}
@@ -728,6 +764,7 @@ func (d *driver) buildRequest() provider.Request {
 			req.Tools = append(req.Tools, provider.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 		}
 		req.ToolChoice = "auto"
+		req.ParallelToolCalls = d.r.maxParallel > 1
 		if a.ToolCallStrategy == "required" && rounds == 0 {
 			req.ToolChoice = "required"
 		}
@@ -965,4 +1002,17 @@ func (r *Runner) policyRef() *state.PolicyRef {
 	}
 	ref := r.rules.Ref()
 	return &ref
+}
+
+// lockedWriter lets the calls of one reply, running at once, write to one
+// log: each Write reaches it whole, never interleaved with another.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -62,6 +62,10 @@ type Request struct {
 	Output *OutputSchema
 	// Stream selects streaming where the provider supports it.
 	Stream bool
+	// ParallelToolCalls says whether the calls of one reply may run at
+	// once (--max-parallel-tools above 1), so that a server that asks
+	// (OpenAI's parallel_tool_calls) is told the truth.
+	ParallelToolCalls bool
 }
 
 // OutputSchema is the protocol a final answer must implement.
