@@ -41,6 +41,7 @@ type agentFlags struct {
 	quiet        bool
 	policy       string
 	approvalWait string
+	maxParallel  int
 
 	// stdout guards the one JSON object: the second-signal handler and
 	// the normal end of the command race to print it, and only one may.
@@ -97,6 +98,7 @@ Exit codes: 0 completed, 1 failed, 2 usage or input error (nothing written),
 	fl.IntVar(&f.maxTurns, "max-turns", 0, "budget: most provider requests in the run (0: unlimited)")
 	fl.IntVar(&f.maxToolCalls, "max-tool-calls", 0, "budget: most tool executions in the run (0: unlimited)")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "budget: most total tokens in the run (0: unlimited)")
+	fl.IntVar(&f.maxParallel, "max-parallel-tools", engine.DefaultMaxParallelTools, "most calls of one reply that run at once (1: one after another)")
 	fl.StringVar(&f.output, "output", "json", "what stdout carries: json, jsonl (one event per line, then the object) or text")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress on stderr")
 	fl.StringVar(&f.policy, "policy", "", "policy `FILE` of rules that allow, deny or ask about tool calls (or NEXA_POLICY)")
@@ -182,6 +184,9 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		if n.v < 0 {
 			return agentUsageError(e, f, n.name+" must be zero (unlimited) or positive")
 		}
+	}
+	if f.maxParallel < 1 || f.maxParallel > engine.MaxParallelToolsLimit {
+		return agentUsageError(e, f, fmt.Sprintf("--max-parallel-tools must be between 1 (one call after another) and %d, not %d", engine.MaxParallelToolsLimit, f.maxParallel))
 	}
 	var timeout time.Duration
 	if f.timeout != "" {
@@ -324,7 +329,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	runner, err := sess.Connect(ctx, session.RunOptions{
 		Store: st, RunID: runID, WorkDir: wd, Resume: f.resume != "", Timeout: timeout,
 		Observe: display.observe, Stop: stop, NoStream: f.noStream,
-		Now: testClock(), LeaseTTL: testknob.LeaseTTL(),
+		Now: testClock(), LeaseTTL: testknob.LeaseTTL(), MaxParallelTools: f.maxParallel,
 	})
 	if err != nil && ctx.Err() != nil {
 		// A signal while the tools were being set up: what was started
