@@ -38,10 +38,14 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 			pending = append(pending, e)
 			continue
 		case e.Decision != nil && !*e.Decision:
-			if err := d.deny(ctx, e); err != nil {
-				return stepStop, err
+			if len(unknown) > 0 {
+				if err := d.deny(ctx, e); err != nil {
+					return stepStop, err
+				}
+				continue
 			}
-			continue
+			// Answered in its turn, after the calls before it
+			// started (runBatch).
 		}
 		if len(unknown) > 0 {
 			// After an unknown outcome nothing more of this reply
@@ -50,10 +54,12 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 		}
 		ready = append(ready, e)
 	}
-	end, err := d.runBatch(ctx, ready, &unknown)
+	var batchUnknown []*state.JournalEntry
+	end, err := d.runBatch(ctx, ready, &batchUnknown)
 	if err != nil {
 		return stepStop, err
 	}
+	unknown = append(unknown, batchUnknown...)
 	if len(unknown) > 0 {
 		if d.deadlinePassed() {
 			return d.timedOut(ctx, state.Delta{})
@@ -100,7 +106,8 @@ type callEnd struct {
 }
 
 // runBatch executes the ready calls of one reply, in their order, up to
-// maxParallel at once (docs/reference/runtime.md#call-order):
+// maxParallel at once (docs/reference/runtime.md#call-order), and answers
+// the denied ones among them when their turn comes:
 //
 //   - a call starts only after every earlier call of the list has started,
 //     and a call of a parallel: false tool starts only when nothing runs
@@ -138,8 +145,29 @@ func (d *driver) runBatch(ctx context.Context, ready []*state.JournalEntry, unkn
 	}()
 	for {
 		var starting []*state.JournalEntry
-		for end == nil && len(*unknown) == 0 && len(queue) > 0 && !alone {
+		for end == nil && len(queue) > 0 {
 			e := queue[0]
+			if e.Stage == state.StageNotStarted && e.Decision != nil && !*e.Decision {
+				// Denied: answered without running, so without a
+				// slot, once the calls before it have started.
+				if len(starting) > 0 {
+					break
+				}
+				if err := d.deny(ctx, e); err != nil {
+					return nil, err
+				}
+				queue = queue[1:]
+				continue
+			}
+			if len(*unknown) > 0 {
+				// After an unknown outcome no further call of the
+				// reply starts.
+				queue = queue[1:]
+				continue
+			}
+			if alone {
+				break
+			}
 			t := d.r.exposed[e.Tool]
 			busy := running + len(starting)
 			if busy >= d.r.maxParallel || (t != nil && t.Exclusive && busy > 0) {
@@ -178,6 +206,9 @@ func (d *driver) runBatch(ctx context.Context, ready []*state.JournalEntry, unkn
 				d.launch(ctx, e, d.r.exposed[e.Tool], ends)
 				running++
 			}
+			// A denied call may be next: answered at once, not
+			// after one of these calls ends.
+			continue
 		} else if running > 0 && len(d.held) > 0 {
 			// Results in hand while other calls still run are saved
 			// now, not kept until those end.
@@ -211,8 +242,9 @@ func (d *driver) runBatch(ctx context.Context, ready []*state.JournalEntry, unkn
 // prepare applies to e, about to start, the checks made before each
 // execution (docs/reference/runtime.md#call-order, step 4), in order. It
 // returns answered when e was completed without running (a person's edit
-// that no longer passes the checks, a tool with no implementation here),
-// or stop, how the run stops instead of starting e.
+// that no longer passes the checks, a tool with no implementation here;
+// the answer is held for the drive's next write), or stop, how the run
+// stops instead of starting e.
 func (d *driver) prepare(ctx context.Context, e *state.JournalEntry, t *ir.Tool) (answered bool, stop func() (step, error), err error) {
 	switch {
 	case d.stopRequested():
@@ -244,7 +276,8 @@ func (d *driver) prepare(ctx context.Context, e *state.JournalEntry, t *ir.Tool)
 		// checked again against this program and policy, since what
 		// the store says is no authority.
 		if _, err := d.r.CheckEdit(e, d.st.Config.WorkDir, e.ApprovedArguments); err != nil {
-			return true, nil, d.completeEntry(ctx, e, false, "error: the arguments a person approved this call with do not pass the checks now, so it was not executed: "+err.Error(), "refused", false)
+			d.answer(e, "error: the arguments a person approved this call with do not pass the checks now, so it was not executed: "+err.Error(), "refused")
+			return true, nil, nil
 		}
 	}
 	if t.Sandbox {
@@ -259,11 +292,13 @@ func (d *driver) prepare(ctx context.Context, e *state.JournalEntry, t *ir.Tool)
 	if t.Body.Kind == ir.BodySchema {
 		// A schema-only tool block declares a tool without an
 		// implementation: the model is told so, and nothing runs.
-		return true, nil, d.completeEntry(ctx, e, false, fmt.Sprintf("error: tool %s has no implementation in this program (it is declared by a schema-only tool block); nothing was executed", t.Name), "not_executed", false)
+		d.answer(e, fmt.Sprintf("error: tool %s has no implementation in this program (it is declared by a schema-only tool block); nothing was executed", t.Name), "not_executed")
+		return true, nil, nil
 	}
 	if d.r.executors[t.Body.Kind] == nil {
 		// Known before anything ran: answer the model.
-		return true, nil, d.completeEntry(ctx, e, false, fmt.Sprintf("error: tool %s (%s body) cannot be executed by this build", t.Name, t.Body.Kind), "not_executed", false)
+		d.answer(e, fmt.Sprintf("error: tool %s (%s body) cannot be executed by this build", t.Name, t.Body.Kind), "not_executed")
+		return true, nil, nil
 	}
 	return false, nil, nil
 }
@@ -430,10 +465,11 @@ func (d *driver) deny(ctx context.Context, e *state.JournalEntry) error {
 	return nil
 }
 
-// completeEntry records a known result of a call and saves it.
-func (d *driver) completeEntry(ctx context.Context, e *state.JournalEntry, success bool, output, outcome string, sandboxed bool) error {
-	d.setResult(e, success, output, outcome, sandboxed)
-	return d.saveResult(ctx, e)
+// answer completes e without running it, with an error result for the
+// model, held for the drive's next write like a tool's result.
+func (d *driver) answer(e *state.JournalEntry, output, outcome string) {
+	d.setResult(e, false, output, outcome, false)
+	d.held = append(d.held, heldResult{entry: *e, silent: true})
 }
 
 // hold records a known result of a call in the run and holds it for the
