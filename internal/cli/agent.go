@@ -45,6 +45,7 @@ type agentFlags struct {
 	policy       string
 	approvalWait string
 	detach       bool
+	maxParallel  int
 
 	// stdout guards the one JSON object: the second-signal handler and
 	// the normal end of the command race to print it, and only one may.
@@ -107,6 +108,7 @@ Exit codes: 0 completed (or queued with --detach), 1 failed, 2 usage or input er
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "budget: most total tokens in the run (0: unlimited)")
 	fl.Float64Var(&f.maxCost, "max-cost", 0, "budget: most US dollars the run's model requests may cost (0: unlimited; a resume may raise it)")
 	fl.StringVar(&f.prices, "prices", "", "prices `FILE` (TOML) over the built-in model prices (or NEXA_PRICES)")
+	fl.IntVar(&f.maxParallel, "max-parallel-tools", engine.DefaultMaxParallelTools, "most calls of one reply that run at once (1: one after another)")
 	fl.StringVar(&f.output, "output", "json", "what stdout carries: json, jsonl (one event per line, then the object) or text")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress on stderr")
 	fl.StringVar(&f.policy, "policy", "", "policy `FILE` of rules that allow, deny or ask about tool calls (or NEXA_POLICY)")
@@ -197,6 +199,9 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	if f.maxCost < 0 || math.IsNaN(f.maxCost) || math.IsInf(f.maxCost, 0) {
 		return agentUsageError(e, f, "--max-cost must be zero (unlimited) or a positive number of US dollars")
 	}
+	if f.maxParallel < 1 || f.maxParallel > engine.MaxParallelToolsLimit {
+		return agentUsageError(e, f, fmt.Sprintf("--max-parallel-tools must be between 1 (one call after another) and %d, not %d", engine.MaxParallelToolsLimit, f.maxParallel))
+	}
 	var timeout time.Duration
 	if f.timeout != "" {
 		d, err := parseTimeout(f.timeout)
@@ -263,7 +268,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		Env: senv, Program: prog, Agent: agent, StoreFlag: f.store, Policy: policyPath, Prices: f.prices,
 		Provider: session.ProviderOptions{Provider: f.provider, Model: f.model, BaseURL: f.baseURL, Resume: f.resume != "",
 			IdentifyOnly: f.detach && f.resume == ""},
-		OnRetry:  func(attempt int, err error, delay time.Duration) { display.retrying(attempt, err, delay) },
+		OnRetry: func(attempt int, err error, delay time.Duration) { display.retrying(attempt, err, delay) },
 	})
 	if err != nil {
 		code, rerr := exitCodeForError(err)
@@ -347,7 +352,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	runner, err := sess.Connect(ctx, session.RunOptions{
 		Store: st, RunID: runID, WorkDir: wd, Resume: f.resume != "", Timeout: timeout,
 		Observe: display.observe, Stop: stop, NoStream: f.noStream,
-		Now: testClock(), LeaseTTL: testknob.LeaseTTL(),
+		Now: testClock(), LeaseTTL: testknob.LeaseTTL(), MaxParallelTools: f.maxParallel,
 	})
 	if err != nil && ctx.Err() != nil {
 		// A signal while the tools were being set up: what was started

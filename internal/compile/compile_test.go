@@ -221,6 +221,47 @@ agent A uses s { prompt: "p" }`)
 	}
 }
 
+// parallel: false marks a tool whose calls run alone, in @tool and in a
+// legacy tool block; a tool that does not say so may run beside others,
+// and a value that is not a boolean is refused.
+func TestParallelSetting(t *testing.T) {
+	p := mustBuild(t, `@tool("Alone", parallel: false)
+fn alone(): string { return "x" }
+@tool("Beside", parallel: true)
+fn beside(): string { return "x" }
+@tool("Plain")
+fn plain(): string { return "x" }
+tool legacy { description: "d", parameters: {}, parallel: "false" }
+agent A uses alone, beside, plain, legacy { prompt: "p" }`)
+	for name, want := range map[string]bool{"alone": true, "beside": false, "plain": false, "legacy": true} {
+		if got := p.Tool(name).Exclusive; got != want {
+			t.Errorf("tool %s: Exclusive %v, want %v", name, got, want)
+		}
+	}
+	d := findDiag(t, errorsOf(t, `@tool("d", parallel: "sometimes") fn f() { return "" }`), lang.CodeBadSetting)
+	if !strings.Contains(d.Message, "parallel of tool f must be true or false") {
+		t.Errorf("a non-boolean parallel: %s", d.Message)
+	}
+}
+
+// Setting parallel: false changes the program hash (a resume under a
+// program that changed it is refused), and leaving it out keeps the hash
+// programs had before the setting existed.
+func TestParallelSettingIsHashed(t *testing.T) {
+	src := `@tool("d"%s)
+fn f(): string { return "x" }
+agent A uses f { prompt: "p" }`
+	plain := mustBuild(t, fmt.Sprintf(src, ""))
+	on := mustBuild(t, fmt.Sprintf(src, ", parallel: true"))
+	off := mustBuild(t, fmt.Sprintf(src, ", parallel: false"))
+	if plain.Hash == off.Hash {
+		t.Errorf("parallel: false left the hash unchanged")
+	}
+	if on.Hash == off.Hash {
+		t.Errorf("parallel: true and parallel: false hash alike")
+	}
+}
+
 func TestToolSettingErrors(t *testing.T) {
 	cases := []struct{ src, code, msg, hint string }{
 		{`@tool("d", requires_approval: "maybe") fn f() { return "" }`, lang.CodeBadSetting, "requires_approval of tool f must be true or false", ""},
@@ -269,7 +310,7 @@ func TestUnknownSettingIsError(t *testing.T) {
 		{`@tool("d", risk: "high") fn f() { return "" }`, "unknown setting `risk` of tool f", "did you mean `risk_level`?"},
 		{`@tool("d", requires_aproval = true) fn f() { return "" }`, "unknown setting `requires_aproval` of tool f", "did you mean `requires_approval`?"},
 		{`@tool("d", aproval_timeout: 60) fn f() { return "" }`, "unknown setting `aproval_timeout` of tool f", "did you mean `approval_timeout`?"},
-		{`@tool("d", permissions: "shell") fn f() { return "" }`, "unknown setting `permissions` of tool f", "known settings: description, risk_level, requires_approval, sandbox, timeout, approval_timeout, idempotent, category"},
+		{`@tool("d", permissions: "shell") fn f() { return "" }`, "unknown setting `permissions` of tool f", "known settings: description, risk_level, requires_approval, sandbox, timeout, approval_timeout, idempotent, parallel, category"},
 		{`tool t { description: "d", parameters: {}, requires_aproval: true }`, "unknown property `requires_aproval` of tool t", "did you mean `requires_approval`?"},
 		{`tool t { description: "d", parmeters: {} }`, "unknown property `parmeters` of tool t", "did you mean `parameters`?"},
 		{`tool t { mcp: "stdio:srv", risk_levl: "high" }`, "unknown property `risk_levl` of tool t", "did you mean `risk_level`?"},

@@ -56,6 +56,9 @@ type (
 		// setting existed: runs stored then still resume. A program that
 		// sets it had no such encoding before, so no hash can collide.
 		ApprovalTimeout int `json:"approval_timeout,omitempty"`
+		// Exclusive (parallel: false) is left out when false, for the
+		// same reason: programs that do not set it keep their hash.
+		Exclusive bool `json:"exclusive,omitempty"`
 	}
 	irBody struct {
 		Kind       string `json:"kind"`
@@ -121,6 +124,7 @@ func canonicalForm(p *ir.Program) *irProgram {
 			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Returns: t.Returns,
 			Risk: t.Risk, RequiresApproval: t.RequiresApproval, Sandbox: t.Sandbox, Timeout: t.Timeout,
 			Idempotent: t.Idempotent, Category: t.Category, ApprovalTimeout: t.ApprovalTimeout,
+			Exclusive: t.Exclusive,
 			Body: irBody{
 				Kind: string(t.Body.Kind), Python: t.Body.Python,
 				PythonFile: relToMain(p, t.Body.PythonFile), MCP: t.Body.MCP,

@@ -68,6 +68,7 @@ var irFieldCoverage = map[string]coverage{
 	"Tool.Timeout":          {hashed, ""},
 	"Tool.ApprovalTimeout":  {hashed, "left out of the encoding while zero, so programs that do not set it keep their hash"},
 	"Tool.Idempotent":       {hashed, ""},
+	"Tool.Exclusive":        {hashed, "left out of the encoding while false, so programs that do not set parallel: false keep their hash"},
 	"Tool.Category":         {hashed, ""},
 	"Tool.Body":             {hashed, ""},
 	"Tool.File":             {excluded, "a path that depends on the machine; the tool's entry in Decls names its file by index, and the file's bytes are hashed"},
@@ -330,7 +331,7 @@ func sampleProgram() *ir.Program {
 		Tools: []*ir.Tool{{
 			Name: "t", Description: "does t", Parameters: ir.ParametersSchema(params), Params: params,
 			Returns: "string", Risk: "high", RequiresApproval: true, Sandbox: true, Timeout: 60,
-			ApprovalTimeout: 30, Idempotent: true, Category: "c",
+			ApprovalTimeout: 30, Idempotent: true, Exclusive: true, Category: "c",
 			Body: ir.Body{Kind: ir.BodyNative, Python: "return 1", PythonFile: "/work/app/impl.py", MCP: "stdio:x", Native: body},
 			File: "/work/app/lib.nx", Line: 2,
 		}},

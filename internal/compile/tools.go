@@ -17,7 +17,7 @@ var riskLevels = []string{"low", "medium", "high", "critical"}
 // off what it was meant to switch on. Nexa 2.3 reads only risk_level,
 // requires_approval and sandbox of a tool (and has a category), all known
 // here, so no tool setting of 2.3 is ignored (docs/language.md#45-nexa-23-settings-that-nexa-ignores).
-var toolSettings = []string{"description", "risk_level", "requires_approval", "sandbox", "timeout", "approval_timeout", "idempotent", "category"}
+var toolSettings = []string{"description", "risk_level", "requires_approval", "sandbox", "timeout", "approval_timeout", "idempotent", "parallel", "category"}
 
 // DefaultToolTimeout is the timeout of a tool that sets none, in seconds.
 const DefaultToolTimeout = 60
@@ -172,7 +172,7 @@ func (c *compiler) toolSetting(tool *ir.Tool, key string, v *lang.Value, pos lan
 			return
 		}
 		tool.Risk = s
-	case "requires_approval", "sandbox", "idempotent":
+	case "requires_approval", "sandbox", "idempotent", "parallel":
 		b, ok := boolValue(v)
 		if !ok {
 			c.errorAt(v.Pos, lang.CodeBadSetting, fmt.Sprintf("write %s: true or %s: false", key, key),
@@ -186,6 +186,8 @@ func (c *compiler) toolSetting(tool *ir.Tool, key string, v *lang.Value, pos lan
 			tool.Sandbox = b
 		case "idempotent":
 			tool.Idempotent = b
+		case "parallel":
+			tool.Exclusive = !b
 		}
 	case "timeout":
 		n, ok := intValue(v)
@@ -390,7 +392,7 @@ func startsOnQuoteLine(text string) bool {
 }
 
 // legacyKeys are the properties of a legacy tool block.
-var legacyKeys = []string{"description", "parameters", "mcp", "python", "risk_level", "requires_approval", "sandbox", "timeout", "approval_timeout", "idempotent", "category", "returns"}
+var legacyKeys = []string{"description", "parameters", "mcp", "python", "risk_level", "requires_approval", "sandbox", "timeout", "approval_timeout", "idempotent", "parallel", "category", "returns"}
 
 func (c *compiler) compileLegacyTool(lt *lang.LegacyTool, src *source) *ir.Tool {
 	name := lt.Name.Name

@@ -7,6 +7,7 @@ import (
 	"github.com/nexa-run/nexa/internal/tool"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/ir"
@@ -113,4 +114,56 @@ func benchRunStep(b *testing.B, s state.Store, rounds int) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rounds), "ns/step")
 	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*rounds), "cpu-ns/step")
+}
+
+// sleepExec is a tool that takes a fixed time, like a lookup on a remote
+// service.
+type sleepExec struct{ d time.Duration }
+
+func (s sleepExec) Execute(_ context.Context, inv tool.Invocation) (tool.Outcome, error) {
+	time.Sleep(s.d)
+	return tool.Outcome{Output: "slept", Success: true}, nil
+}
+
+// BenchmarkParallelTools measures how long the tools of a reply of three
+// calls take, from the first call's start to the last call's end, when each
+// call takes 100 ms: about 300 ms one after another (max-parallel=1),
+// about 100 ms at once (the default). tools-ms/reply is that span.
+func BenchmarkParallelTools(b *testing.B) {
+	const toolTime = 100 * time.Millisecond
+	for _, maxParallel := range []int{1, engine.DefaultMaxParallelTools} {
+		b.Run(fmt.Sprintf("max-parallel=%d", maxParallel), func(b *testing.B) {
+			s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "runs.sqlite3"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			prog := echoProgram("sha256:parallel", ir.BodyPython)
+			var first, last time.Time
+			observe := func(ev engine.Event) {
+				switch {
+				case ev.Kind == engine.EventToolStart && first.IsZero():
+					first = time.Now()
+				case ev.Kind == engine.EventToolDone:
+					last = time.Now()
+				}
+			}
+			r, err := engine.NewRunner(engine.Config{Program: prog, Agent: prog.Agents[0], Store: s, Provider: threeCallProvider{},
+				Executors: map[ir.BodyKind]tool.Executor{ir.BodyPython: sleepExec{toolTime}}, Observe: observe, MaxParallelTools: maxParallel})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var span time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				first, last = time.Time{}, time.Time{}
+				st, err := r.Start(context.Background(), engine.NewRun{Task: "t", WorkDir: "/w"})
+				if err != nil || st.Status != state.StatusCompleted {
+					b.Fatalf("%v %s", err, st.Status)
+				}
+				span += last.Sub(first)
+			}
+			b.ReportMetric(float64(span.Milliseconds())/float64(b.N), "tools-ms/reply")
+		})
+	}
 }

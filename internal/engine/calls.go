@@ -4,20 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nexa-run/nexa/internal/tool"
 	"strings"
 	"time"
 
 	"github.com/nexa-run/nexa/internal/failpoint"
 	"github.com/nexa-run/nexa/internal/ir"
 	"github.com/nexa-run/nexa/internal/state"
+	"github.com/nexa-run/nexa/internal/tool"
 )
 
 // runCalls takes every open journal entry of the latest reply as far as
-// policy allows: approval-free and approved calls execute, denied ones are
-// answered, pending ones wait, started ones are unknown.
+// policy allows: approval-free and approved calls execute (up to the
+// runner's maxParallel at once, see runBatch), denied ones are answered,
+// pending ones wait, started ones are unknown.
 func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step, error) {
-	var pending, unknown []*state.JournalEntry
+	var pending, unknown, ready []*state.JournalEntry
 	for _, e := range open {
 		t := d.r.exposed[e.Tool]
 		if e.Stage == state.StageNotStarted && (e.Decision == nil || *e.Decision) {
@@ -52,68 +53,32 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 			pending = append(pending, e)
 			continue
 		case e.Decision != nil && !*e.Decision:
-			if err := d.deny(ctx, e); err != nil {
-				return stepStop, err
+			if len(unknown) > 0 {
+				if err := d.deny(ctx, e); err != nil {
+					return stepStop, err
+				}
+				continue
 			}
-			continue
+			// Answered in its turn, after the calls before it
+			// started (runBatch).
 		}
 		if len(unknown) > 0 {
 			// After an unknown outcome nothing more of this reply
 			// runs: the operator settles it first.
 			continue
 		}
-		if d.stopRequested() {
-			return d.finish(ctx, state.StatusInterrupted, &state.RunError{Code: CodeInterrupted, Message: "interrupted by a signal; the run can be resumed"}, state.Delta{})
-		}
+		ready = append(ready, e)
+	}
+	var batchUnknown []*state.JournalEntry
+	end, err := d.runBatch(ctx, ready, &batchUnknown)
+	if err != nil {
+		return stepStop, err
+	}
+	unknown = append(unknown, batchUnknown...)
+	if len(unknown) > 0 {
 		if d.deadlinePassed() {
 			return d.timedOut(ctx, state.Delta{})
 		}
-		if b := d.st.Config.Budgets; b.MaxTokens > 0 && d.st.Usage.TotalTokens > b.MaxTokens {
-			return d.exhausted(ctx, fmt.Sprintf("the run used %d tokens (--max-tokens %d); call %s was not executed", d.st.Usage.TotalTokens, b.MaxTokens, e.CallID))
-		}
-		if b := d.st.Config.Budgets; b.MaxToolCalls > 0 && d.st.Usage.ToolCalls >= b.MaxToolCalls {
-			return d.exhausted(ctx, fmt.Sprintf("the run executed %d tool calls (--max-tool-calls %d); call %s was not executed", d.st.Usage.ToolCalls, b.MaxToolCalls, e.CallID))
-		}
-		if t == nil {
-			if err := d.flushHeld(ctx); err != nil {
-				return stepStop, err
-			}
-			return stepStop, &Error{Code: CodeInternal, Message: fmt.Sprintf("call %s names tool %q, which this agent does not expose", e.CallID, e.Tool)}
-		}
-		if e.ApprovedArguments != nil {
-			// A person's edit was checked when it was recorded; it is
-			// checked again against this program and policy, since
-			// what the store says is no authority.
-			if _, err := d.r.CheckEdit(e, d.r.toolDir(d.st), e.ApprovedArguments); err != nil {
-				if err := d.completeEntry(ctx, e, false, "error: the arguments a person approved this call with do not pass the checks now, so it was not executed: "+err.Error(), "refused", false); err != nil {
-					return stepStop, err
-				}
-				continue
-			}
-		}
-		if t.Sandbox {
-			if err := d.sandboxAvailable(); err != nil {
-				return d.finish(ctx, state.StatusFailed, &state.RunError{Code: CodeSandboxUnavailable, Message: fmt.Sprintf(
-					"tool %s declares sandbox: true, but no isolation backend works here: %v; call %s was not executed, and the run can be resumed once a backend works",
-					t.Name, err, e.CallID)}, state.Delta{})
-			}
-		}
-		known, err := d.execute(ctx, e, t)
-		if err != nil {
-			var left *leftError
-			if errors.As(err, &left) {
-				return d.leave(ctx, e, left.err)
-			}
-			return stepStop, err
-		}
-		if !known {
-			unknown = append(unknown, e)
-			if d.deadlinePassed() {
-				return d.timedOut(ctx, state.Delta{})
-			}
-		}
-	}
-	if len(unknown) > 0 {
 		ids := ""
 		for i, e := range unknown {
 			if i > 0 {
@@ -123,6 +88,9 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 		}
 		return d.finish(ctx, state.StatusUnknownOutcome, &state.RunError{Code: CodeUnknownOutcome, Message: fmt.Sprintf(
 			"the outcome of %s is unknown: verify what happened and record it with nexa runs resolve before resuming", ids)}, state.Delta{})
+	}
+	if end != nil {
+		return end()
 	}
 	if len(pending) > 0 {
 		waiting := make([]Event, len(pending))
@@ -140,6 +108,357 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 		return stepStop, err
 	}
 	return stepContinue, nil
+}
+
+// handOff is a call's task id on its way to the journal (tool.Invocation's
+// Handed): done carries the save's error back to the executor.
+type handOff struct {
+	e    *state.JournalEntry
+	id   string
+	done chan error
+}
+
+// callEnd is what a tool call running in its own goroutine hands back to
+// the driver: the executor's answer, nothing more. Only the driver's
+// goroutine touches the run and saves it.
+type callEnd struct {
+	e   *state.JournalEntry
+	t   *ir.Tool
+	out tool.Outcome
+	err error
+}
+
+// runBatch executes the ready calls of one reply, in their order, up to
+// maxParallel at once (docs/reference/runtime.md#call-order), and answers
+// the denied ones among them when their turn comes:
+//
+//   - a call starts only after every earlier call of the list has started,
+//     and a call of a parallel: false tool starts only when nothing runs
+//     and lets nothing start beside it;
+//   - the started marks of the calls that can start together are saved in
+//     one write (with the results already in hand) before any of them is
+//     invoked, so each tool's started is durable before it runs;
+//   - a result is saved as soon as the driver takes it: in the write that
+//     starts the next call, or on its own while other calls still run;
+//     the last one of the batch is held for the write that follows
+//     runBatch (closing the round or stopping the run);
+//   - a stop request, the deadline, a budget, an unavailable sandbox: no
+//     further call starts, the running ones finish and their results are
+//     saved, then end (returned) stops the run the way the sequential
+//     loop did; an unknown outcome (added to unknown) likewise lets no
+//     further call start.
+//
+// Saves stay on this goroutine, so the run has one writer; the calls'
+// goroutines only run their executors.
+func (d *driver) runBatch(ctx context.Context, ready []*state.JournalEntry, unknown *[]*state.JournalEntry) (end func() (step, error), err error) {
+	if len(ready) == 0 {
+		return nil, nil
+	}
+	ends := make(chan callEnd, len(ready)) // never blocks a call's goroutine
+	// A call handed to a server's task sends its id here to be journaled
+	// by this goroutine, the run's one writer, before the executor waits
+	// for anything; quit releases a call whose id can no longer be saved.
+	handed := make(chan handOff)
+	quit := make(chan struct{})
+	began := make(map[*state.JournalEntry]time.Time, len(ready))
+	running, alone := 0, false
+	queue := ready
+	defer func() {
+		// A save failed while calls ran: wait for them, so nothing of
+		// this drive is still running when it returns. Their results
+		// are lost with the failed store; their entries stay started.
+		close(quit)
+		for ; running > 0; running-- {
+			<-ends
+		}
+	}()
+	for {
+		var starting []*state.JournalEntry
+		for end == nil && len(queue) > 0 {
+			e := queue[0]
+			if e.Stage == state.StageNotStarted && e.Decision != nil && !*e.Decision {
+				// Denied: answered without running, so without a
+				// slot, once the calls before it have started.
+				if len(starting) > 0 {
+					break
+				}
+				if err := d.deny(ctx, e); err != nil {
+					return nil, err
+				}
+				queue = queue[1:]
+				continue
+			}
+			if len(*unknown) > 0 {
+				// After an unknown outcome no further call of the
+				// reply starts.
+				queue = queue[1:]
+				continue
+			}
+			if alone {
+				break
+			}
+			t := d.r.exposed[e.Tool]
+			busy := running + len(starting)
+			if busy >= d.r.maxParallel || (t != nil && t.Exclusive && busy > 0) {
+				break
+			}
+			answered, stop, err := d.prepare(ctx, e, t)
+			if err != nil {
+				return nil, err
+			}
+			if stop != nil {
+				end = stop
+				break
+			}
+			queue = queue[1:]
+			if answered {
+				continue
+			}
+			d.markStarted(e, t)
+			starting = append(starting, e)
+			if t.Exclusive {
+				alone = true
+			}
+		}
+		if len(starting) > 0 {
+			delta := state.Delta{Journal: make([]state.JournalEntry, len(starting))}
+			for i, e := range starting {
+				delta.Journal[i] = *e
+			}
+			if err := d.save(ctx, delta); err != nil {
+				return nil, err
+			}
+			failpoint.Hit("after-started")
+			for _, e := range starting {
+				d.r.observe(Event{Kind: EventToolStart, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool})
+				began[e] = d.r.now()
+				d.launch(ctx, e, d.r.exposed[e.Tool], ends, handed, quit)
+				running++
+			}
+			// A denied call may be next: answered at once, not
+			// after one of these calls ends.
+			continue
+		} else if running > 0 && len(d.held) > 0 {
+			// Results in hand while other calls still run are saved
+			// now, not kept until those end.
+			if err := d.save(ctx, state.Delta{}); err != nil {
+				return nil, err
+			}
+		}
+		if running == 0 {
+			return end, nil
+		}
+		// Wait for one call to end (journaling a task id a call hands
+		// over meanwhile), then take every other that has.
+		var c callEnd
+		select {
+		case c = <-ends:
+		case h := <-handed:
+			err := d.saveHandle(ctx, h.e, h.id)
+			h.done <- err
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		for {
+			running--
+			if c.t.Exclusive {
+				alone = false
+			}
+			unknownOutcome, stop := d.callEnded(ctx, c, d.r.now().Sub(began[c.e]))
+			if unknownOutcome {
+				*unknown = append(*unknown, c.e)
+			}
+			if stop != nil && end == nil {
+				end = stop
+			}
+			select {
+			case c = <-ends:
+				continue
+			default:
+			}
+			break
+		}
+	}
+}
+
+// prepare applies to e, about to start, the checks made before each
+// execution (docs/reference/runtime.md#call-order, step 4), in order. It
+// returns answered when e was completed without running (a person's edit
+// that no longer passes the checks, a tool with no implementation here;
+// the answer is held for the drive's next write), or stop, how the run
+// stops instead of starting e.
+func (d *driver) prepare(ctx context.Context, e *state.JournalEntry, t *ir.Tool) (answered bool, stop func() (step, error), err error) {
+	switch {
+	case d.stopRequested():
+		return false, func() (step, error) {
+			return d.finish(ctx, state.StatusInterrupted, &state.RunError{Code: CodeInterrupted, Message: "interrupted by a signal; the run can be resumed"}, state.Delta{})
+		}, nil
+	case d.deadlinePassed():
+		return false, func() (step, error) { return d.timedOut(ctx, state.Delta{}) }, nil
+	}
+	b := d.st.Config.Budgets
+	if b.MaxTokens > 0 && d.st.Usage.TotalTokens > b.MaxTokens {
+		why := fmt.Sprintf("the run used %d tokens (--max-tokens %d); call %s was not executed", d.st.Usage.TotalTokens, b.MaxTokens, e.CallID)
+		return false, func() (step, error) { return d.exhausted(ctx, why) }, nil
+	}
+	if b.MaxToolCalls > 0 && d.st.Usage.ToolCalls >= b.MaxToolCalls {
+		why := fmt.Sprintf("the run executed %d tool calls (--max-tool-calls %d); call %s was not executed", d.st.Usage.ToolCalls, b.MaxToolCalls, e.CallID)
+		return false, func() (step, error) { return d.exhausted(ctx, why) }, nil
+	}
+	if t == nil {
+		return false, func() (step, error) {
+			if err := d.flushHeld(ctx); err != nil {
+				return stepStop, err
+			}
+			return stepStop, &Error{Code: CodeInternal, Message: fmt.Sprintf("call %s names tool %q, which this agent does not expose", e.CallID, e.Tool)}
+		}, nil
+	}
+	if e.ApprovedArguments != nil {
+		// A person's edit was checked when it was recorded; it is
+		// checked again against this program and policy, since what
+		// the store says is no authority.
+		if _, err := d.r.CheckEdit(e, d.r.toolDir(d.st), e.ApprovedArguments); err != nil {
+			d.answer(e, "error: the arguments a person approved this call with do not pass the checks now, so it was not executed: "+err.Error(), "refused")
+			return true, nil, nil
+		}
+	}
+	if t.Sandbox {
+		if err := d.sandboxAvailable(); err != nil {
+			msg := fmt.Sprintf("tool %s declares sandbox: true, but no isolation backend works here: %v; call %s was not executed, and the run can be resumed once a backend works",
+				t.Name, err, e.CallID)
+			return false, func() (step, error) {
+				return d.finish(ctx, state.StatusFailed, &state.RunError{Code: CodeSandboxUnavailable, Message: msg}, state.Delta{})
+			}, nil
+		}
+	}
+	if t.Body.Kind == ir.BodySchema {
+		// A schema-only tool block declares a tool without an
+		// implementation: the model is told so, and nothing runs.
+		d.answer(e, fmt.Sprintf("error: tool %s has no implementation in this program (it is declared by a schema-only tool block); nothing was executed", t.Name), "not_executed")
+		return true, nil, nil
+	}
+	if d.r.executors[t.Body.Kind] == nil {
+		// Known before anything ran: answer the model.
+		d.answer(e, fmt.Sprintf("error: tool %s (%s body) cannot be executed by this build", t.Name, t.Body.Kind), "not_executed")
+		return true, nil, nil
+	}
+	return false, nil, nil
+}
+
+// markStarted moves e to started in the run (not yet saved): the write
+// that saves it comes before its tool is invoked.
+func (d *driver) markStarted(e *state.JournalEntry, t *ir.Tool) {
+	now := d.r.now().UTC()
+	e.Stage = state.StageStarted
+	e.StartedAt = &now
+	// Known before the call: a sandboxed tool runs isolated or not at all.
+	e.Sandboxed = t.Sandbox && t.Body.Kind == ir.BodyPython
+	e.Attempts++
+	d.st.Usage.ToolCalls++
+	if d.st.Status != state.StatusRunning {
+		d.st.Status = state.StatusRunning
+		d.st.Error = nil
+	}
+	if d.r.reachesStore(t) {
+		d.verify = true
+	}
+}
+
+// launch invokes the executor of e, whose started is saved, in a
+// goroutine of its own, and sends what it answered on ends. The
+// invocation is built here, on the driver's goroutine: the call's
+// goroutine reads nothing of the run.
+func (d *driver) launch(ctx context.Context, e *state.JournalEntry, t *ir.Tool, ends chan<- callEnd, handed chan<- handOff, quit <-chan struct{}) {
+	timeout := time.Duration(t.Timeout) * time.Second
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	deadlineBound := false
+	if dl := d.st.Config.Deadline; dl != nil {
+		if left := dl.Sub(d.r.now()); left < timeout {
+			timeout, deadlineBound = left, true
+		}
+	}
+	inv := tool.Invocation{
+		RunID:     d.st.ID,
+		CallID:    e.CallID,
+		Tool:      t,
+		Arguments: e.RunArguments(),
+		WorkDir:   d.r.toolDir(d.st),
+		Secrets:   d.r.secrets,
+		Timeout:   timeout,
+		HTTPAllow: d.r.agent.HTTPAllow,
+
+		DeadlineBound: deadlineBound,
+		DeadlineIn:    d.deadlineIn(),
+		Stop:          d.r.stop,
+	}
+	if d.toolOut != nil {
+		inv.Log = d.toolOut
+	}
+	exec := d.r.executors[t.Body.Kind]
+	_, resumer := exec.(tool.Resumer)
+	if resumer {
+		inv.Handed = func(id string) error {
+			h := handOff{e: e, id: id, done: make(chan error, 1)}
+			select {
+			case handed <- h:
+				return <-h.done
+			case <-quit:
+				return errors.New("the run stopped before the task id could be journaled")
+			}
+		}
+	}
+	go func() {
+		tctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if resumer {
+			// It bounds its request by Timeout itself: a task it is
+			// handed runs on until the run's deadline.
+			tctx = ctx
+		}
+		out, err := exec.Execute(tctx, inv)
+		failpoint.Hit("before-result-saved")
+		ends <- callEnd{e: e, t: t, out: out, err: err}
+	}()
+}
+
+// callEnded records what the executor of a call answered: a known result
+// is held for the drive's next write (driver.held); an unknown outcome
+// leaves the entry started, and callEnded reports true. stop, when set,
+// is how the run stops: the executor stopped waiting for the call's task,
+// whose id is journaled, and a resume polls it again.
+func (d *driver) callEnded(ctx context.Context, c callEnd, elapsed time.Duration) (unknown bool, stop func() (step, error)) {
+	e, t, out, err := c.e, c.t, c.out, c.err
+	if e.TaskID != "" && errors.Is(err, tool.ErrDetached) {
+		return false, func() (step, error) { return d.leave(ctx, e, err) }
+	}
+	if e.ApprovedArguments != nil {
+		out.Output = editNote(e) + out.Output
+	}
+	switch {
+	case err == nil:
+		outcome := "ok"
+		if !out.Success {
+			outcome = "error"
+		}
+		e.Structured = d.structured(out)
+		d.hold(e, out.Success, out.Output, "executed", out.Sandboxed,
+			Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: outcome, Duration: elapsed})
+		return false, nil
+	case notExecuted(err):
+		d.hold(e, false, fmt.Sprintf("error: tool %s could not be started: %v", t.Name, err), "not_executed", false,
+			Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: "error", Duration: elapsed, Err: err})
+		return false, nil
+	default:
+		// ErrUnknownOutcome, or an executor failure we cannot
+		// interpret: either way nobody knows whether the effect
+		// happened, so the entry stays started.
+		d.r.observe(Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: "unknown", Duration: elapsed, Err: err})
+		return true, nil
+	}
 }
 
 // pastAgentCap says why e may not execute when it belongs to a tool round
@@ -215,125 +534,11 @@ func (d *driver) deny(ctx context.Context, e *state.JournalEntry) error {
 	return nil
 }
 
-// execute runs one call under the journal protocol: started is saved before
-// the executor is called, the result is saved before anything else happens.
-// It reports false when the outcome is unknown (the entry stays started).
-func (d *driver) execute(ctx context.Context, e *state.JournalEntry, t *ir.Tool) (bool, error) {
-	exec := d.r.executors[t.Body.Kind]
-	if t.Body.Kind == ir.BodySchema {
-		// A schema-only tool block declares a tool without an
-		// implementation: the model is told so, and nothing runs.
-		return true, d.completeEntry(ctx, e, false, fmt.Sprintf("error: tool %s has no implementation in this program (it is declared by a schema-only tool block); nothing was executed", t.Name), "not_executed", false)
-	}
-	if exec == nil {
-		// Known before anything ran: answer the model.
-		return true, d.completeEntry(ctx, e, false, fmt.Sprintf("error: tool %s (%s body) cannot be executed by this build", t.Name, t.Body.Kind), "not_executed", false)
-	}
-	now := d.r.now().UTC()
-	e.Stage = state.StageStarted
-	e.StartedAt = &now
-	// Known before the call: a sandboxed tool runs isolated or not at all.
-	e.Sandboxed = t.Sandbox && t.Body.Kind == ir.BodyPython
-	e.Attempts++
-	d.st.Usage.ToolCalls++
-	if d.st.Status != state.StatusRunning {
-		d.st.Status = state.StatusRunning
-		d.st.Error = nil
-	}
-	if err := d.save(ctx, state.Delta{Journal: []state.JournalEntry{*e}}); err != nil {
-		return false, err
-	}
-	failpoint.Hit("after-started")
-	d.r.observe(Event{Kind: EventToolStart, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool})
-
-	timeout := time.Duration(t.Timeout) * time.Second
-	if timeout <= 0 {
-		timeout = 60 * time.Second
-	}
-	deadlineBound := false
-	if dl := d.st.Config.Deadline; dl != nil {
-		if left := dl.Sub(d.r.now()); left < timeout {
-			timeout, deadlineBound = left, true
-		}
-	}
-	tctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	_, resumer := exec.(tool.Resumer)
-	if resumer {
-		// It bounds its request by Timeout itself: a task it is
-		// handed runs on until the run's deadline.
-		tctx = ctx
-	}
-	var handedErr error
-	inv := tool.Invocation{
-		RunID:     d.st.ID,
-		CallID:    e.CallID,
-		Tool:      t,
-		Arguments: e.RunArguments(),
-		WorkDir:   d.r.toolDir(d.st),
-		Secrets:   d.r.secrets,
-		Timeout:   timeout,
-		HTTPAllow: d.r.agent.HTTPAllow,
-
-		DeadlineBound: deadlineBound,
-		DeadlineIn:    d.deadlineIn(),
-		Stop:          d.r.stop,
-	}
-	if resumer {
-		inv.Handed = func(handle string) error {
-			handedErr = d.saveHandle(ctx, e, handle)
-			return handedErr
-		}
-	}
-	if d.log != nil {
-		inv.Log = d.log
-	}
-	if d.r.reachesStore(t) {
-		d.verify = true
-	}
-	began := d.r.now()
-	out, err := exec.Execute(tctx, inv)
-	elapsed := d.r.now().Sub(began)
-	if handedErr != nil {
-		return false, handedErr
-	}
-	if e.TaskID != "" && errors.Is(err, tool.ErrDetached) {
-		return false, &leftError{err}
-	}
-	failpoint.Hit("before-result-saved")
-	// A known result is held for the drive's next write: the started of
-	// the reply's next call, or the write that closes the round or stops
-	// the run (runCalls), whichever comes first (docs/runs.md).
-	if e.ApprovedArguments != nil {
-		out.Output = editNote(e) + out.Output
-	}
-	switch {
-	case err == nil:
-		outcome := "ok"
-		if !out.Success {
-			outcome = "error"
-		}
-		e.Structured = d.structured(out)
-		d.hold(e, out.Success, out.Output, "executed", out.Sandboxed,
-			Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: outcome, Duration: elapsed})
-		return true, nil
-	case notExecuted(err):
-		d.hold(e, false, fmt.Sprintf("error: tool %s could not be started: %v", t.Name, err), "not_executed", false,
-			Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: "error", Duration: elapsed, Err: err})
-		return true, nil
-	default:
-		// ErrUnknownOutcome, or an executor failure we cannot
-		// interpret: either way nobody knows whether the effect
-		// happened, so the entry stays started.
-		d.r.observe(Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: "unknown", Duration: elapsed, Err: err})
-		return false, nil
-	}
-}
-
-// completeEntry records a known result of a call and saves it.
-func (d *driver) completeEntry(ctx context.Context, e *state.JournalEntry, success bool, output, outcome string, sandboxed bool) error {
-	d.setResult(e, success, output, outcome, sandboxed)
-	return d.saveResult(ctx, e)
+// answer completes e without running it, with an error result for the
+// model, held for the drive's next write like a tool's result.
+func (d *driver) answer(e *state.JournalEntry, output, outcome string) {
+	d.setResult(e, false, output, outcome, false)
+	d.held = append(d.held, heldResult{entry: *e, silent: true})
 }
 
 // hold records a known result of a call in the run and holds it for the

@@ -105,8 +105,8 @@ func (w *journalWatch) Save(ctx context.Context, st *state.RunState, d state.Del
 	return w.Store.Save(ctx, st, d)
 }
 
-// The calls of one reply run one after another, and each result shares
-// the write of the next call's started: a reply with three calls costs
+// With --max-parallel-tools 1 the calls of one reply run one after
+// another, and each result shares the write of the next call's started: a reply with three calls costs
 // five commits (the reply, started of c1, result of c1 with started of
 // c2, result of c2 with started of c3, result of c3 with the tool
 // messages) and the answer one more, where each call used to commit its
@@ -134,7 +134,7 @@ func TestThreeCallReplySharesWrites(t *testing.T) {
 		seen = append(seen, "|")
 	})
 	r, err := engine.NewRunner(engine.Config{Program: prog, Agent: prog.Agents[0], Store: w, Provider: threeCallProvider{},
-		Executors: map[ir.BodyKind]tool.Executor{ir.BodyPython: exec}})
+		Executors: map[ir.BodyKind]tool.Executor{ir.BodyPython: exec}, MaxParallelTools: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

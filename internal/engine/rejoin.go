@@ -19,12 +19,6 @@ import (
 // the entry started with its task id and asks the executor (tool.Resumer)
 // to poll the task again rather than calling the outcome unknown.
 
-// leftError is execute's report that the executor stopped waiting for a
-// task whose id is journaled (tool.ErrDetached).
-type leftError struct{ err error }
-
-func (l *leftError) Error() string { return l.err.Error() }
-
 // saveHandle journals the task id of a started call, then stops at the
 // failpoint after-task-saved.
 func (d *driver) saveHandle(ctx context.Context, e *state.JournalEntry, handle string) error {
@@ -102,10 +96,10 @@ func (d *driver) rejoin(ctx context.Context, e *state.JournalEntry, t *ir.Tool) 
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
-	inv := tool.Invocation{RunID: d.st.ID, CallID: e.CallID, Tool: t, Arguments: e.RunArguments(), WorkDir: d.st.Config.WorkDir,
+	inv := tool.Invocation{RunID: d.st.ID, CallID: e.CallID, Tool: t, Arguments: e.RunArguments(), WorkDir: d.r.toolDir(d.st),
 		Secrets: d.r.secrets, Timeout: timeout, HTTPAllow: d.r.agent.HTTPAllow, DeadlineIn: d.deadlineIn(), Stop: d.r.stop}
-	if d.log != nil {
-		inv.Log = d.log
+	if d.toolOut != nil {
+		inv.Log = d.toolOut
 	}
 	began := d.r.now()
 	out, err := res.Resume(ctx, inv, e.TaskID)

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"github.com/nexa-run/nexa/internal/tool"
+	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -43,6 +45,9 @@ type Runner struct {
 	exposed    map[string]*ir.Tool
 	schemas    *schemaSet
 	rules      Rules
+	// maxParallel is how many calls of one reply may run at once
+	// (Config.MaxParallelTools, at least 1).
+	maxParallel int
 }
 
 // ToolLog receives what tools print during a run; Close is called when the
@@ -107,7 +112,24 @@ type Config struct {
 	// run's recorded working directory: a worker drives runs in its own
 	// directory, which holds the same program (docs/worker.md).
 	WorkDir string
+	// MaxParallelTools bounds how many calls of one reply run at once
+	// (--max-parallel-tools): calls that need no person start together
+	// up to this many, each under its own journal stages; 1 runs them one
+	// after another; 0 takes DefaultMaxParallelTools. Executors are then
+	// called concurrently, and so is ToolLog's writer (through a lock).
+	MaxParallelTools int
 }
+
+// DefaultMaxParallelTools is how many calls of one reply run at once when
+// the command does not say (--max-parallel-tools): enough for the usual
+// fan-out of independent lookups a model asks for in one reply, few enough
+// that a reply of many calls does not start a crowd of processes on a small
+// machine.
+const DefaultMaxParallelTools = 4
+
+// MaxParallelToolsLimit is the largest --max-parallel-tools accepted: a
+// reply never has more calls that execute (MaxCallsPerReply).
+const MaxParallelToolsLimit = MaxCallsPerReply
 
 // NewRunner checks the configuration and prepares schema validators for the
 // exposed tools.
@@ -151,6 +173,14 @@ func newRunner(cfg Config) (*Runner, error) {
 		rules:     cfg.Rules,
 		workDir:   cfg.WorkDir,
 		onRenew:   cfg.OnRenew,
+
+		maxParallel: cfg.MaxParallelTools,
+	}
+	if r.maxParallel <= 0 {
+		r.maxParallel = DefaultMaxParallelTools
+	}
+	if r.maxParallel > MaxParallelToolsLimit {
+		return nil, refuse(CodeUsage, "at most %d calls of one reply can run at once (the most calls of a reply that execute); MaxParallelTools %d is more", MaxParallelToolsLimit, cfg.MaxParallelTools)
 	}
 	if r.leaseTTL <= 0 {
 		r.leaseTTL = LeaseTTL
@@ -382,6 +412,9 @@ type driver struct {
 	r   *Runner
 	st  *state.RunState
 	log ToolLog
+	// toolOut is what tools print to: log behind a lock, since calls of
+	// one reply may print at the same time. Nil when there is no log.
+	toolOut io.Writer
 
 	// What the loop asks of the run at every step is kept here, built
 	// once per drive and updated as the drive appends, so that a step
@@ -417,14 +450,19 @@ type driver struct {
 }
 
 // heldResult is a completed journal entry waiting for the drive's next
-// write, and the event that reports it.
+// write, and the event that reports it; silent: none does (a call answered
+// without running).
 type heldResult struct {
-	entry state.JournalEntry
-	done  Event
+	entry  state.JournalEntry
+	done   Event
+	silent bool
 }
 
 func newDriver(r *Runner, st *state.RunState, log ToolLog) *driver {
 	d := &driver{r: r, st: st, log: log, callIdx: make(map[string]int, len(st.Journal))}
+	if log != nil {
+		d.toolOut = &lockedWriter{w: log}
+	}
 	for i := range st.Journal {
 		d.callIdx[st.Journal[i].CallID] = i
 	}
@@ -486,7 +524,9 @@ func (d *driver) save(ctx context.Context, delta state.Delta) error {
 	d.held = nil
 	for _, h := range held {
 		failpoint.Hit("after-result-saved")
-		d.r.observe(h.done)
+		if !h.silent {
+			d.r.observe(h.done)
+		}
 	}
 	return nil
 }
@@ -767,6 +807,7 @@ func (d *driver) buildRequest() provider.Request {
 			req.Tools = append(req.Tools, provider.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 		}
 		req.ToolChoice = "auto"
+		req.ParallelToolCalls = d.r.maxParallel > 1
 		if a.ToolCallStrategy == "required" && rounds == 0 {
 			req.ToolChoice = "required"
 		}
@@ -1013,4 +1054,17 @@ func (r *Runner) toolDir(st *state.RunState) string {
 		return r.workDir
 	}
 	return st.Config.WorkDir
+}
+
+// lockedWriter lets the calls of one reply, running at once, write to one
+// log: each Write reaches it whole, never interleaved with another.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

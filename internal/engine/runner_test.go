@@ -23,6 +23,9 @@ type memStore struct {
 	mu    sync.Mutex
 	runs  map[string][]byte
 	saves []state.Delta
+	// onSave, when set, is told of every committed delta (outside the
+	// store's lock, so it may load the run).
+	onSave func(state.Delta)
 }
 
 func newMemStore() *memStore { return &memStore{runs: map[string][]byte{}} }
@@ -67,6 +70,11 @@ func (m *memStore) Save(_ context.Context, st *state.RunState, d state.Delta) er
 	b, _ := json.Marshal(st)
 	m.runs[st.ID] = b
 	m.saves = append(m.saves, d)
+	if hook := m.onSave; hook != nil {
+		m.mu.Unlock()
+		hook(d)
+		m.mu.Lock()
+	}
 	return nil
 }
 
@@ -186,6 +194,12 @@ type harness struct {
 	prog  *ir.Program
 	now   time.Time
 	rules Rules
+	// parallel is the runner's MaxParallelTools (0: the default).
+	parallel int
+	// stop is the runner's stop channel (nil: none).
+	stop chan struct{}
+	// log is the runner's tool log (nil: none).
+	log ToolLog
 }
 
 func newHarness(t *testing.T, turns ...state.Message) *harness {
@@ -199,11 +213,23 @@ func (h *harness) runner() *Runner {
 		Executors: map[ir.BodyKind]tool.Executor{ir.BodyPython: h.exec},
 		Now:       func() time.Time { return h.now },
 		Rules:     h.rules,
+
+		MaxParallelTools: h.parallel,
+		Stop:             h.stop,
+		ToolLog:          h.toolLog(),
 	})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	return r
+}
+
+// toolLog opens h.log for every run, or nothing.
+func (h *harness) toolLog() func(string) ToolLog {
+	if h.log == nil {
+		return nil
+	}
+	return func(string) ToolLog { return h.log }
 }
 
 func (h *harness) start(nr NewRun) *state.RunState {
@@ -363,8 +389,11 @@ func TestRefusedCallsAreAnsweredNotExecuted(t *testing.T) {
 	}
 }
 
+// One call after another (--max-parallel-tools 1): after an unknown
+// outcome, no later call of the reply starts.
 func TestUnknownOutcomeStopsAndResolveContinuesWithoutExecution(t *testing.T) {
 	h := newHarness(t, assistant(call("c1", "lookup", `{"q":"x"}`), call("c2", "lookup", `{"q":"y"}`)), answer("done"))
+	h.parallel = 1
 	h.exec.fn = func(inv tool.Invocation) (tool.Outcome, error) {
 		return tool.Outcome{}, fmt.Errorf("killed after timeout: %w", tool.ErrUnknownOutcome)
 	}

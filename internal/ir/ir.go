@@ -47,6 +47,11 @@ type Tool struct {
 	// it matters only to calls that wait for approval.
 	ApprovalTimeout int  `json:"approval_timeout,omitempty"`
 	Idempotent      bool `json:"idempotent"`
+	// Exclusive is the parallel: false setting: a call of the tool runs
+	// with no other call of its reply running (the tool writes what its
+	// siblings read, say, or holds a resource one call at a time). Calls
+	// of other tools may run concurrently (docs/reference/runtime.md#call-order).
+	Exclusive bool `json:"exclusive,omitempty"`
 	// Category is the @tool category setting, or the namespace of a
 	// built-in tool ("std.fs"), so that listings can group tools.
 	Category string `json:"category,omitempty"`

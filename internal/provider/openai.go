@@ -217,6 +217,10 @@ func (o *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 	default:
 		return p, fmt.Errorf("tool choice %q is not auto, required or none", req.ToolChoice)
 	}
+	if len(req.Tools) > 0 {
+		// Only with tools: servers refuse the field without them.
+		p.ParallelToolCalls = openai.Bool(req.ParallelToolCalls)
+	}
 	if req.Temperature != nil {
 		p.Temperature = openai.Float(*req.Temperature)
 	}

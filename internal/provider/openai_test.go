@@ -178,13 +178,34 @@ func TestOpenAIMinimalRequestNoKey(t *testing.T) {
 	if got, ok := req.Header["Authorization"]; ok {
 		t.Errorf("Authorization sent without a key: %q", got)
 	}
-	for _, k := range []string{"tools", "tool_choice", "temperature", "max_tokens", "response_format", "stream", "stream_options"} {
+	for _, k := range []string{"tools", "tool_choice", "parallel_tool_calls", "temperature", "max_tokens", "response_format", "stream", "stream_options"} {
 		if _, ok := req.Body[k]; ok {
 			t.Errorf("unexpected %q in %s", k, req.Raw)
 		}
 	}
 	if req.Body["model"] != "gpt-test" {
 		t.Errorf("model = %v", req.Body["model"])
+	}
+}
+
+// A request with tools states parallel_tool_calls as the runtime will run
+// the calls: true when several calls of a reply may run at once, false
+// when they run one after another.
+func TestOpenAIParallelToolCalls(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, completionJSON)
+	})
+	p := newTestOpenAI(t, f.URL, testKey)
+	for _, parallel := range []bool{true, false} {
+		req := conversation()
+		req.ParallelToolCalls = parallel
+		if _, err := p.Complete(context.Background(), req, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.last(t).Body["parallel_tool_calls"]; got != parallel {
+			t.Errorf("ParallelToolCalls %v sent parallel_tool_calls = %v", parallel, got)
+		}
 	}
 }
 

@@ -67,6 +67,10 @@ type Request struct {
 	// requests of one run, before and after a resume, reach the same
 	// cache. Empty sends none.
 	CacheKey string
+	// ParallelToolCalls says whether the calls of one reply may run at
+	// once (--max-parallel-tools above 1), so that a server that asks
+	// (OpenAI's parallel_tool_calls) is told the truth.
+	ParallelToolCalls bool
 }
 
 // OutputSchema is the protocol a final answer must implement.

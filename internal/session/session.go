@@ -149,6 +149,11 @@ type RunOptions struct {
 	Observe  func(engine.Event)
 	Stop     <-chan struct{}
 	NoStream bool
+	// MaxParallelTools bounds how many calls of one reply run at once
+	// (--max-parallel-tools); 0 takes engine.DefaultMaxParallelTools, 1
+	// runs them one after another. It is this command's choice, not the
+	// run's: a resume may choose otherwise.
+	MaxParallelTools int
 	// Now and LeaseTTL are the engine's clock and lease duration; zero
 	// keeps the engine's.
 	Now      func() time.Time
@@ -224,6 +229,7 @@ func (s *Session) Connect(ctx context.Context, o RunOptions) (*engine.Runner, er
 		Owner:            o.Owner,
 		WorkDir:          o.ToolDir,
 		OnRenew:          o.OnRenew,
+		MaxParallelTools: o.MaxParallelTools,
 	})
 }
 

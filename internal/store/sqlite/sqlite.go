@@ -245,9 +245,9 @@ func (s *SQLite) init(ctx context.Context) error {
 		// by the Open that created the store): nothing to set or migrate.
 		return nil
 	}
-	var mode string
-	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
-		return fmt.Errorf("set WAL journal mode: %w", dbErr(ctx, err))
+	mode, err := s.switchToWAL(ctx)
+	if err != nil {
+		return fmt.Errorf("set WAL journal mode: %w", err)
 	}
 	if mode != "wal" {
 		return fmt.Errorf("set WAL journal mode: SQLite kept journal mode %q (is the file on a filesystem without shared-memory support?)", mode)
@@ -256,6 +256,28 @@ func (s *SQLite) init(ctx context.Context) error {
 		return nil // current: migrate would only read the identity again
 	}
 	return migrate(ctx, s.db, migrations)
+}
+
+// switchToWAL sets the journal mode to WAL. The switch needs the file to
+// itself; when other processes open a new store at the same moment SQLite
+// can answer SQLITE_BUSY at once, without waiting through its busy
+// timeout, so a busy answer is tried again, for as long as that timeout.
+func (s *SQLite) switchToWAL(ctx context.Context) (string, error) {
+	giveUp := time.Now().Add(s.busyTimeout)
+	pause := 2 * time.Millisecond
+	for {
+		var mode string
+		err := dbErr(ctx, s.db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode))
+		if err == nil || !errors.Is(err, ErrLocked) || time.Now().Add(pause).After(giveUp) {
+			return mode, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", dbErr(ctx, err)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
 }
 
 // cachePages is each connection's page cache, in pages. SQLite's default

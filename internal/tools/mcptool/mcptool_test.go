@@ -105,7 +105,7 @@ func mustCall(t *testing.T, s *Server, name, args string) tool.Outcome {
 	return out
 }
 
-var testToolNames = []string{"append_note", "crash_tool", "echo_meta", "fail_tool", "mixed_content", "plain_echo", "protocol_error", "read_note", "slow_tool", "spawn_sleeper", "structured_only", "whereami"}
+var testToolNames = []string{"append_note", "crash_tool", "echo_meta", "fail_tool", "gather", "mixed_content", "plain_echo", "protocol_error", "read_note", "slow_tool", "spawn_sleeper", "structured_only", "whereami"}
 
 // checkCommon runs the checks shared by both transports.
 func checkCommon(t *testing.T, s *Server) {

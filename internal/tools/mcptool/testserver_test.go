@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,6 +148,41 @@ func newTestServer(variant string, inProcess bool) *mcp.Server {
 			select {
 			case <-time.After(time.Duration(ms) * time.Millisecond):
 				return text("done"), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+	// gather answers once n calls of its group have arrived: a call that
+	// succeeds was in flight at the same time as the n-1 others.
+	var (
+		gatherMu sync.Mutex
+		gathered = map[string]int{}
+		gathers  = map[string]chan struct{}{}
+	)
+	srv.AddTool(&mcp.Tool{Name: "gather", Description: "Waits until n calls of a group arrived.", InputSchema: open,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			a := args(req)
+			group, _ := a["group"].(string)
+			n, _ := a["n"].(float64)
+			gatherMu.Lock()
+			ch, ok := gathers[group]
+			if !ok {
+				ch = make(chan struct{})
+				gathers[group] = ch
+			}
+			gathered[group]++
+			if gathered[group] == int(n) {
+				close(ch)
+			}
+			gatherMu.Unlock()
+			select {
+			case <-ch:
+				return text(fmt.Sprintf("%v gathered", a["id"])), nil
+			case <-time.After(time.Minute): // only a guard against a hang
+				r := text(fmt.Sprintf("%v alone", a["id"]))
+				r.IsError = true
+				return r, nil
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
