@@ -147,6 +147,9 @@ exit code:
     provider_error       1    a model request failed for good
     sandbox_unavailable  1    a sandboxed tool has no working backend
     mcp_error            1    an MCP server could not be started or listed
+    mcp_auth_required    2    an HTTP MCP server wants an authorization nexa
+                              cannot give in a run (no or refused client
+                              credentials); nothing was written
     output_invalid       1    the answer does not match the protocol
     not_found            -    nexa serve's API only: HTTP 404 and 405
     method_not_allowed

@@ -282,7 +282,11 @@ func challengeSummary(values []string) string {
 	var parts []string
 	for _, c := range cs {
 		var b bytes.Buffer
-		b.WriteString(c.Scheme)
+		scheme := c.Scheme // the parser lower-cases it
+		if scheme != "" {
+			scheme = strings.ToUpper(scheme[:1]) + scheme[1:]
+		}
+		b.WriteString(scheme)
 		keys := make([]string, 0, len(c.Params))
 		for k := range c.Params {
 			switch k {

@@ -270,6 +270,11 @@ func (s *Server) abort(stage string, err error) error {
 	if s.http != nil {
 		s.http.CloseIdleConnections()
 	}
+	var ae *AuthError
+	if errors.As(err, &ae) {
+		// Which request of the handshake met it says nothing useful.
+		return fmt.Errorf("mcptool: MCP server %s: %w", s.spec, ae)
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		if s.callerDeadline {
 			detail += fmt.Sprintf("; no answer before the run's deadline (is it an MCP server on %s?)", s.spec.Transport)
