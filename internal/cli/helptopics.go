@@ -50,7 +50,8 @@ const exitCodesHelp = `Exit codes of nexa (docs/reference/cli.md#exit-codes).
          error, internal error; for other commands, an operational error
          (store unreadable, read-only, ...)
     2    usage or input error: flags, compile error, unknown run or call,
-         a resume check, a refused decision; nothing was written
+         a resume check, a refused decision, an MCP server that requires
+         an authorization nexa cannot give; nothing was written
     3    waiting_approval
     4    unknown_outcome
     5    timed_out

@@ -364,7 +364,7 @@ func (s *Server) Call(ctx context.Context, name string, args json.RawMessage, id
 }
 
 // CallWith is Call with options. When the server answers with a task
-// (stdio servers, which are offered the Tasks extension), its id goes to
+// (the Tasks extension, offered on both transports), its id goes to
 // o.Handed first, then the task is polled until it ends (see awaitTask).
 func (s *Server) CallWith(ctx context.Context, name string, args json.RawMessage, o CallOptions) (tool.Outcome, error) {
 	if _, ok := s.byName[name]; !ok {
