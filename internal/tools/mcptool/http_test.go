@@ -214,6 +214,7 @@ type authSetup struct {
 	auth            *mcptest.Authorizer
 	server, tokenEP *httptest.Server
 	opts            Options
+	log             *syncBuffer
 	secrets         map[string]string
 	lockOut         atomic.Bool // the server refuses every token
 }
@@ -221,12 +222,12 @@ type authSetup struct {
 const testClientSecret = "s3cr3t-client-value-42"
 
 func newAuthSetup(t *testing.T, expiresIn int) *authSetup {
-	opts, _ := testOptions(t)
+	opts, log := testOptions(t)
 	a := mcptest.NewAuthorizer("nexa-app", testClientSecret)
 	a.ExpiresIn = expiresIn
 	tokenEP := httptest.NewServer(a.TokenHandler())
 	t.Cleanup(tokenEP.Close)
-	as := &authSetup{auth: a, tokenEP: tokenEP, opts: opts, secrets: map[string]string{"APP_SECRET": testClientSecret}}
+	as := &authSetup{auth: a, tokenEP: tokenEP, opts: opts, log: log, secrets: map[string]string{"APP_SECRET": testClientSecret}}
 	as.server = startTaskHTTP(t, opts.WorkDir, true, false, func(h http.Handler) http.Handler {
 		h = a.Require(h)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -282,6 +283,10 @@ func TestHTTPClientCredentials(t *testing.T) {
 	}
 	if seen := as.auth.Seen(); seen[len(seen)-1] != "tok-2" {
 		t.Errorf("last token seen %q, want tok-2", seen[len(seen)-1])
+	}
+	_ = s.Close()
+	if l := as.log.String(); strings.Contains(l, testClientSecret) || strings.Contains(l, "tok-") {
+		t.Errorf("the log shows the secret or a token:\n%s", l)
 	}
 }
 
