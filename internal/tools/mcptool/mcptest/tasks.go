@@ -19,6 +19,12 @@
 //
 // A task tool called without the extension in the request's capabilities
 // is refused with -32003, as the extension requires.
+//
+// The server runs over stdio (Server.Run) or over Streamable HTTP
+// (HTTPHandler, stateless or with sessions, narrowed to earlier protocol
+// revisions by NewTaskServer's versions), optionally behind an
+// Authorizer: a token endpoint for the client-credentials grant and the
+// bearer check of a server that requires it (auth.go).
 package mcptest
 
 import (
