@@ -45,6 +45,26 @@ func cmdNotesHTTP(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("NOTES_URL", hs.URL+"/mcp")
 }
 
+// cmdMCPOAuthHTTP: mcp-oauth-http CLIENT_ID SECRET starts, in the test
+// process, the MCP test server with tasks (mcptest) over stateless
+// Streamable HTTP, keeping its tasks and effects in the work directory,
+// behind a bearer check, and the token endpoint of the one client it
+// knows (the client-credentials grant); it sets $MCP_URL and $TOKEN_URL.
+// A request without a valid token is answered 401 with a Bearer challenge.
+func cmdMCPOAuthHTTP(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: mcp-oauth-http CLIENT_ID SECRET")
+	}
+	a := mcptest.NewAuthorizer(args[0], args[1])
+	a.ExpiresIn = 3600
+	tokens := httptest.NewServer(a.TokenHandler())
+	ts.Defer(tokens.Close)
+	srv := httptest.NewServer(a.Require(mcptest.HTTPHandler(mcptest.NewTaskServer(ts.MkAbs(".")), true, false)))
+	ts.Defer(srv.Close)
+	ts.Setenv("MCP_URL", srv.URL+"/mcp")
+	ts.Setenv("TOKEN_URL", tokens.URL+"/token")
+}
+
 // newNotesServer builds the notes tools over the notes in dir.
 func newNotesServer(dir string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1.0.0"}, nil)

@@ -62,6 +62,7 @@ func TestScripts(t *testing.T) {
 			"httpsink":        cmdHTTPSink,
 			"httpredirect":    cmdHTTPRedirect,
 			"notes-http":      cmdNotesHTTP,
+			"mcp-oauth-http":  cmdMCPOAuthHTTP,
 			"waitfile":        cmdWaitFile,
 			"pidsdead":        cmdPidsDead,
 			"marked":          cmdMarked,

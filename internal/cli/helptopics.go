@@ -50,7 +50,8 @@ const exitCodesHelp = `Exit codes of nexa (docs/reference/cli.md#exit-codes).
          error, internal error; for other commands, an operational error
          (store unreadable, read-only, ...)
     2    usage or input error: flags, compile error, unknown run or call,
-         a resume check, a refused decision; nothing was written
+         a resume check, a refused decision, an MCP server that requires
+         an authorization nexa cannot give; nothing was written
     3    waiting_approval
     4    unknown_outcome
     5    timed_out
@@ -152,6 +153,9 @@ exit code:
     provider_error       1    a model request failed for good
     sandbox_unavailable  1    a sandboxed tool has no working backend
     mcp_error            1    an MCP server could not be started or listed
+    mcp_auth_required    2    an HTTP MCP server wants an authorization nexa
+                              cannot give in a run (no or refused client
+                              credentials); nothing was written
     output_invalid       1    the answer does not match the protocol
     not_found            -    nexa serve's API only: HTTP 404 and 405
     method_not_allowed

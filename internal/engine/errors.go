@@ -44,7 +44,11 @@ const (
 	CodePolicy      = "policy_error"
 	CodeInvalidEdit = "invalid_edit"
 	CodeMCPError    = "mcp_error"
-	CodeInternal    = "internal_error"
+	// CodeMCPAuthRequired: an HTTP MCP server asks for an authorization
+	// nexa cannot give in a run (no client credentials configured, or
+	// refused); nothing interactive is tried and nothing was written.
+	CodeMCPAuthRequired = "mcp_auth_required"
+	CodeInternal        = "internal_error"
 )
 
 // Error is an error a user sees: a stable code and a message written for a

@@ -193,8 +193,11 @@ func (s *Session) Connect(ctx context.Context, o RunOptions) (*engine.Runner, er
 	tools, err := connectMCP(ctx, s.prog, s.agent, o.WorkDir, mcpLog, s.env.Version, s.secrets, connectTimeout, s.Deadline)
 	if err != nil {
 		e := &engine.Error{Code: engine.CodeMCPError, Message: s.Redact(fmt.Sprintf("MCP servers of agent %s: %v", s.agent.Name, err)), Err: err}
-		if errors.Is(err, mcptool.ErrToolClash) {
+		switch {
+		case errors.Is(err, mcptool.ErrToolClash):
 			e.Code, e.Refusal = engine.CodeToolClash, true
+		case errors.Is(err, mcptool.ErrAuthRequired):
+			e.Code, e.Refusal = engine.CodeMCPAuthRequired, true
 		}
 		return nil, e
 	}

@@ -6,11 +6,18 @@
 //
 // ParseSpec reads a server spec (docs/reference/runtime.md#mcp-tools):
 //
-//   - "http://…" and "https://…" are Streamable HTTP endpoints. The
-//     standalone GET stream is not opened (nexa needs no server-initiated
-//     messages). Tool calls go out on new connections (a clone of the
-//     client's *http.Transport without keep-alives), so that a lost call
-//     can be told apart from a connection the server closed while idle.
+//   - "http://…" and "https://…" are Streamable HTTP endpoints. The SDK
+//     speaks the 2026-07-28 revision first (stateless, server/discover)
+//     and falls back to the initialize handshake of the earlier revisions
+//     it knows. The standalone GET stream is not opened (nexa needs no
+//     server-initiated messages). Tool calls go out on new connections (a
+//     clone of the client's *http.Transport without keep-alives), so that
+//     a lost call can be told apart from a connection the server closed
+//     while idle. key=value words after the URL are OAuth client
+//     credentials (OAuthSpec; auth.go): a bearer token is fetched with the
+//     client-credentials grant and renewed; an authorization nexa cannot
+//     give (no credentials, refused ones) is ErrAuthRequired, never an
+//     interactive flow.
 //   - "stdio:COMMAND ARGS…" is a child process speaking newline-delimited
 //     JSON-RPC on stdin/stdout. The line is split into words with POSIX
 //     single quotes, double quotes and backslashes and started directly,
@@ -84,7 +91,9 @@
 //
 // # Tasks
 //
-// Calls to stdio servers declare the Tasks extension (tasks.go). A task
+// Calls declare the Tasks extension (tasks.go); the task answer is
+// rewritten by a wrapper of the stdio connection, or by an
+// http.RoundTripper in the response body over HTTP (tasks_http.go). A task
 // answer is handed to CallOptions.Handed (tool.Invocation.Handed, which
 // journals it) before anything else, then polled with tasks/get until it
 // ends; the run's deadline cancels it (tasks/cancel), Stop and a lost

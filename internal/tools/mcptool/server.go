@@ -108,8 +108,8 @@ type Server struct {
 	tools  []ToolInfo
 	byName map[string]int
 	hash   string
-	// tasks says that calls declare the Tasks extension (stdio servers,
-	// whose connection taskConn wraps).
+	// tasks says that calls declare the Tasks extension (always: stdio
+	// connections are wrapped by taskConn, HTTP clients by taskRewriter).
 	tasks bool
 
 	mu       sync.Mutex
@@ -151,7 +151,6 @@ func Connect(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 		}
 		s.child = ch
 		transport = taskTransport{&mcp.IOTransport{Reader: ch.stdout, Writer: ch.stdin}}
-		s.tasks = true
 	case TransportHTTP:
 		hc := &http.Client{}
 		if opts.HTTPClient != nil {
@@ -169,8 +168,16 @@ func Connect(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 				base = http.DefaultTransport
 			}
 		}
+		creds, err := resolveOAuth(spec, opts.Secret)
+		if err != nil {
+			return nil, fmt.Errorf("mcptool: MCP server %s: client credentials: %w", spec, err)
+		}
 		s.http = hc
-		hc.Transport = newTracingTransport(base)
+		// From the SDK down: task answers rewritten (tasks_http.go),
+		// the bearer token added (auth.go), the call traced, the
+		// connection opened. The token endpoint is reached on base
+		// directly, never traced as a call.
+		hc.Transport = taskRewriter{newAuthTransport(newTracingTransport(base), spec.URL, creds, &http.Client{Transport: base})}
 		transport = &mcp.StreamableClientTransport{
 			Endpoint:   spec.URL,
 			HTTPClient: hc,
@@ -187,15 +194,16 @@ func Connect(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 	if opts.Log != nil {
 		handler = slog.NewTextHandler(opts.Log, &slog.HandlerOptions{Level: slog.LevelWarn})
 	}
+	// Both transports can follow a task: taskConn (stdio) and
+	// taskRewriter (HTTP) hand its answer to Call.
+	s.tasks = true
 	caps := &mcp.ClientCapabilities{}
-	if s.tasks {
-		caps.AddExtension(ExtTasks, map[string]any{})
-	}
+	caps.AddExtension(ExtTasks, map[string]any{})
 	client := mcp.NewClient(&mcp.Implementation{Name: opts.ClientName, Version: opts.ClientVersion}, &mcp.ClientOptions{
 		// No roots, sampling or elicitation: nexa offers nothing to the
 		// server, and a server must not narrow its own configuration
-		// to an empty root list. Only the Tasks extension, where nexa
-		// can follow a task (stdio).
+		// to an empty root list. Only the Tasks extension, which nexa
+		// follows on both transports.
 		Capabilities: caps,
 		Logger:       slog.New(handler),
 		// An input request is never answered behind the run's back.
@@ -262,6 +270,11 @@ func (s *Server) abort(stage string, err error) error {
 	if s.http != nil {
 		s.http.CloseIdleConnections()
 	}
+	var ae *AuthError
+	if errors.As(err, &ae) {
+		// Which request of the handshake met it says nothing useful.
+		return fmt.Errorf("mcptool: MCP server %s: %w", s.spec, ae)
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		if s.callerDeadline {
 			detail += fmt.Sprintf("; no answer before the run's deadline (is it an MCP server on %s?)", s.spec.Transport)
@@ -284,6 +297,19 @@ func (s *Server) Info() (name, version string) {
 		return r.ServerInfo.Name, r.ServerInfo.Version
 	}
 	return "", ""
+}
+
+// ProtocolVersion is the MCP revision agreed with the server: through
+// server/discover for the stateless revisions (2026-07-28 on), else through
+// the initialize handshake of the earlier ones the SDK speaks.
+func (s *Server) ProtocolVersion() string {
+	if s.sess == nil {
+		return ""
+	}
+	if r := s.sess.InitializeResult(); r != nil {
+		return r.ProtocolVersion
+	}
+	return ""
 }
 
 // Tools returns the server's tools sorted by name, as listed at Connect.
@@ -338,7 +364,7 @@ func (s *Server) Call(ctx context.Context, name string, args json.RawMessage, id
 }
 
 // CallWith is Call with options. When the server answers with a task
-// (stdio servers, which are offered the Tasks extension), its id goes to
+// (the Tasks extension, offered on both transports), its id goes to
 // o.Handed first, then the task is polled until it ends (see awaitTask).
 func (s *Server) CallWith(ctx context.Context, name string, args json.RawMessage, o CallOptions) (tool.Outcome, error) {
 	if _, ok := s.byName[name]; !ok {
@@ -445,6 +471,10 @@ func (s *Server) classify(ctx context.Context, name string, tr *callTrace, err e
 		// The server answered with a JSON-RPC error: it handled the
 		// request and said no (unknown tool, invalid arguments…).
 		return tool.Outcome{Output: fmt.Sprintf("MCP server %s answered tool %s with an error: %s (code %d)", s.spec, name, werr.Message, werr.Code)}, nil
+	}
+	if errors.Is(err, ErrAuthRequired) {
+		// The server refused the request before handling it.
+		return tool.Outcome{}, fmt.Errorf("mcptool: tool %s of MCP server %s not called: %w: %w", name, s.spec, err, tool.ErrNotExecuted)
 	}
 	if s.spec.Transport == TransportHTTP && !tr.mayHaveReached() {
 		return tool.Outcome{}, fmt.Errorf("mcptool: tool %s: could not reach MCP server %s: %w: %w", name, s.spec, err, tool.ErrNotExecuted)

@@ -39,7 +39,24 @@ type Spec struct {
 	// names a secret of the program's secrets files, so the secret itself
 	// never appears in the .nx file or in the run.
 	Env []EnvVar
+	// OAuth are the client credentials of an HTTP server, written as
+	// key=value words after its URL (nil: none; see ParseSpec).
+	OAuth *OAuthSpec
 }
+
+// OAuthSpec is how nexa obtains a bearer token for an HTTP server with the
+// OAuth client-credentials grant, for headless runs: the settings
+// client_id, client_secret, token_url and scope written after the URL.
+// The secret is always a $NAME of the secrets files, never written in
+// the program; the values are resolved at Connect and held in memory only.
+type OAuthSpec struct {
+	ClientID, ClientSecret, TokenURL EnvVar
+	// Scope is the space-separated scopes to ask for (empty: none).
+	Scope string
+}
+
+// oauthKeys are the settings an HTTP spec may carry after its URL.
+var oauthKeys = []string{"client_id", "client_secret", "token_url", "scope"}
 
 // String returns the spec as written, for messages.
 func (s Spec) String() string { return s.Raw }
@@ -56,14 +73,7 @@ func ParseSpec(s string) (Spec, error) {
 	lower := strings.ToLower(raw)
 	switch {
 	case strings.HasPrefix(lower, "http://"), strings.HasPrefix(lower, "https://"):
-		u, err := url.Parse(raw)
-		if err != nil {
-			return Spec{}, fmt.Errorf("mcptool: MCP server URL %q: %w", raw, err)
-		}
-		if u.Host == "" {
-			return Spec{}, fmt.Errorf("mcptool: MCP server URL %q has no host", raw)
-		}
-		return Spec{Raw: raw, Transport: TransportHTTP, URL: raw}, nil
+		return parseHTTP(raw)
 	case strings.HasPrefix(lower, "stdio:"):
 		return parseStdio(raw)
 	case raw == "":
@@ -282,6 +292,70 @@ func parseStdio(raw string) (Spec, error) {
 		args = append(args, w.literal())
 	}
 	sp.Command, sp.Args = args[0], args[1:]
+	return sp, nil
+}
+
+// parseHTTP reads an HTTP spec: the URL, then optional key=value settings
+// of OAuth client credentials, quoted as in a stdio command line:
+//
+//	https://crm.example.com/mcp client_id=$CRM_ID client_secret=$CRM_SECRET token_url=https://auth.example.com/token scope='crm.read crm.write'
+//
+// client_id, client_secret and token_url go together; client_secret must
+// be a lone $NAME (a secret never appears in the program); an unknown or
+// repeated setting is an error, since a misspelt one would otherwise send
+// the requests without the credentials the author meant.
+func parseHTTP(raw string) (Spec, error) {
+	rawURL, rest := raw, ""
+	if i := strings.IndexAny(raw, " \t\r\n"); i >= 0 {
+		rawURL, rest = raw[:i], raw[i+1:]
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return Spec{}, fmt.Errorf("mcptool: MCP server URL %q: %w", rawURL, err)
+	}
+	if u.Host == "" {
+		return Spec{}, fmt.Errorf("mcptool: MCP server URL %q has no host", rawURL)
+	}
+	sp := Spec{Raw: raw, Transport: TransportHTTP, URL: rawURL}
+	if strings.TrimSpace(rest) == "" {
+		return sp, nil
+	}
+	words, err := splitCommand(rest)
+	if err != nil {
+		return Spec{}, fmt.Errorf("mcptool: MCP server %q: the settings after the URL: %w", raw, err)
+	}
+	settings := map[string]EnvVar{}
+	for _, w := range words {
+		name, value, ok := w.assignment()
+		if !ok {
+			return Spec{}, fmt.Errorf("mcptool: MCP server %q: invalid setting %q after the URL; write key=value with key one of %s", raw, w.literal(), strings.Join(oauthKeys, ", "))
+		}
+		known := false
+		for _, k := range oauthKeys {
+			known = known || k == name
+		}
+		if !known {
+			return Spec{}, fmt.Errorf("mcptool: MCP server %q: unknown setting %q; an HTTP server takes %s", raw, name, strings.Join(oauthKeys, ", "))
+		}
+		if _, dup := settings[name]; dup {
+			return Spec{}, fmt.Errorf("mcptool: MCP server %q: setting %s is given twice", raw, name)
+		}
+		settings[name] = EnvVar{Name: name, value: value}
+	}
+	for _, k := range []string{"client_id", "client_secret", "token_url"} {
+		if _, ok := settings[k]; !ok {
+			return Spec{}, fmt.Errorf("mcptool: MCP server %q: OAuth client credentials need client_id, client_secret and token_url together; %s is missing", raw, k)
+		}
+	}
+	secret := settings["client_secret"]
+	if refs := secret.Refs(); len(secret.value) != 1 || len(refs) != 1 {
+		return Spec{}, fmt.Errorf("mcptool: MCP server %q: client_secret must be a $NAME of the secrets files (secrets.nxs, NEXA_SECRETS), never the secret itself: write client_secret=$NAME", raw)
+	}
+	scope := settings["scope"]
+	if _, ref := scope.value.hasRef(); ref {
+		return Spec{}, fmt.Errorf("mcptool: MCP server %q: scope is written as it is, without $NAME", raw)
+	}
+	sp.OAuth = &OAuthSpec{ClientID: settings["client_id"], ClientSecret: secret, TokenURL: settings["token_url"], Scope: strings.Join(strings.Fields(scope.value.literal()), " ")}
 	return sp, nil
 }
 

@@ -22,8 +22,9 @@ import (
 // in tasks/get), and may cancel with tasks/cancel. The SDK does not
 // implement it yet, so nexa does with the SDK's extension points: custom
 // methods for tasks/get and tasks/cancel, and a wrapper of the stdio
-// connection (taskConn) that hands a task answer to Server.Call through
-// the result's _meta, since the SDK's CallToolResult has no field for it.
+// connection (taskConn), or of the HTTP client's transport (taskRewriter,
+// tasks_http.go), that hands a task answer to Server.Call through the
+// result's _meta, since the SDK's CallToolResult has no field for it.
 const (
 	// ExtTasks is the extension's identifier, declared in the client
 	// capabilities and in every tools/call's per-request capabilities.
@@ -115,7 +116,8 @@ func (t taskTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 // their answers: a CreateTaskResult (resultType "task") becomes an empty
 // complete result whose _meta carries the task under metaTask, which the
 // SDK then hands to Call intact. Only stdio connections are wrapped: the
-// SDK's HTTP connection has unexported hooks a wrapper would hide.
+// SDK's HTTP connection has unexported hooks a wrapper would hide, so HTTP
+// answers are rewritten in the response body instead (taskRewriter).
 type taskConn struct {
 	mcp.Connection
 	mu    sync.Mutex

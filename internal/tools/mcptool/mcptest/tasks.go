@@ -19,6 +19,12 @@
 //
 // A task tool called without the extension in the request's capabilities
 // is refused with -32003, as the extension requires.
+//
+// The server runs over stdio (Server.Run) or over Streamable HTTP
+// (HTTPHandler, stateless or with sessions, narrowed to earlier protocol
+// revisions by NewTaskServer's versions), optionally behind an
+// Authorizer: a token endpoint for the client-credentials grant and the
+// bearer check of a server that requires it (auth.go).
 package mcptest
 
 import (
@@ -138,10 +144,14 @@ func declaresTasks(meta map[string]any) bool {
 }
 
 // NewTaskServer returns the server, keeping its tasks and effects in dir.
-func NewTaskServer(dir string) *mcp.Server {
+// versions, when given, are the only protocol revisions it speaks (say
+// "2025-11-25", for a server of before server/discover); by default it
+// speaks every revision the SDK knows.
+func NewTaskServer(dir string, versions ...string) *mcp.Server {
 	st := &store{dir: dir}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "nexa-tasks", Version: "1.0.0"}, &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Extensions: map[string]any{ext: map[string]any{}}},
+		Capabilities:              &mcp.ServerCapabilities{Extensions: map[string]any{ext: map[string]any{}}},
+		SupportedProtocolVersions: versions,
 	})
 	textSchema := json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)
 	ann := &mcp.ToolAnnotations{DestructiveHint: new(bool)}
