@@ -68,11 +68,12 @@ func TestFilesystemServer(t *testing.T) {
 	opts, log := testOptions(t)
 	opts.WorkDir = dir
 	opts.ConnectTimeout = 30 * time.Second
-	s := connect(t, "stdio:"+strings.Join(quoted, " "), opts)
+	// Marked trusted: this test is about how its annotations map.
+	s := connect(t, "stdio:trust=annotations "+strings.Join(quoted, " "), opts)
 	name, version := s.Info()
 	t.Logf("%s %s: %d tools, %s", name, version, len(s.Tools()), s.SchemaHash())
 
-	// Risk from the server's own annotations.
+	// Risk from the server's own annotations, as it is trusted.
 	for tool, want := range map[string]string{
 		"read_text_file":   RiskLow,    // readOnlyHint: true
 		"list_directory":   RiskLow,    // readOnlyHint: true

@@ -179,16 +179,14 @@ func (m *Manager) Tools() []*ir.Tool {
 }
 
 // CompileTools returns the server's tools as compile tools: the schema the
-// model sees, the risk level from the annotations (high needs approval),
-// idempotent from idempotentHint, the default timeout, and a BodyMCP body
-// naming this server.
+// model sees, the risk level (high needs approval) and idempotent flag of
+// ToolInfo (from the annotations only when the server is trusted), the
+// description with an untrusted server's hints (callDescription), the
+// default timeout, and a BodyMCP body naming this server.
 func (s *Server) CompileTools() []*ir.Tool {
 	out := make([]*ir.Tool, len(s.tools))
 	for i, t := range s.tools {
-		desc := t.Description
-		if strings.TrimSpace(desc) == "" {
-			desc = "Tool " + t.Name + " of the MCP server " + s.spec.Raw
-		}
+		desc := t.callDescription(s.spec.Raw)
 		// A server's schema that cannot be read leaves the tool
 		// without Params: arguments then pass as the model sent them.
 		params, _ := ir.ParamsFromSchema(t.InputSchema)

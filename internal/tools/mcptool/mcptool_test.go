@@ -59,6 +59,15 @@ func stdioSpec(t *testing.T, variant string, extra ...string) string {
 	return strings.Join(append([]string{"stdio:" + shellQuote(testExe(t)), "serve", variant}, extra...), " ")
 }
 
+// trusted marks a spec trust=annotations: after "stdio:" for a stdio
+// spec, after the URL for an HTTP one.
+func trusted(spec string) string {
+	if rest, ok := strings.CutPrefix(spec, "stdio:"); ok {
+		return "stdio:trust=annotations " + rest
+	}
+	return spec + " trust=annotations"
+}
+
 func testOptions(t *testing.T) (Options, *syncBuffer) {
 	log := &syncBuffer{}
 	t.Cleanup(func() {
@@ -107,7 +116,8 @@ func mustCall(t *testing.T, s *Server, name, args string) tool.Outcome {
 
 var testToolNames = []string{"append_note", "crash_tool", "echo_meta", "fail_tool", "gather", "mixed_content", "plain_echo", "protocol_error", "read_note", "slow_tool", "spawn_sleeper", "structured_only", "whereami"}
 
-// checkCommon runs the checks shared by both transports.
+// checkCommon runs the checks shared by both transports, on a server
+// marked trust=annotations (its annotations set the risk).
 func checkCommon(t *testing.T, s *Server) {
 	t.Helper()
 	tools := s.Tools()
@@ -194,7 +204,7 @@ func checkCommon(t *testing.T, s *Server) {
 
 func TestStdioServer(t *testing.T) {
 	opts, _ := testOptions(t)
-	s := connect(t, stdioSpec(t, "base"), opts)
+	s := connect(t, trusted(stdioSpec(t, "base")), opts)
 	if name, _ := s.Info(); name != "nexa-test-server" {
 		t.Errorf("server name %q", name)
 	}
@@ -357,7 +367,7 @@ func startHTTPTestServer(t *testing.T, variant string) *httptest.Server {
 func TestHTTPServer(t *testing.T) {
 	opts, _ := testOptions(t)
 	ts := startHTTPTestServer(t, "base")
-	s := connect(t, ts.URL, opts)
+	s := connect(t, trusted(ts.URL), opts)
 	checkCommon(t, s)
 
 	// The server goes away between calls: the next call cannot reach it,
@@ -489,8 +499,11 @@ func TestSchemaHash(t *testing.T) {
 	if !strings.HasPrefix(a.SchemaHash(), "sha256:") || len(a.SchemaHash()) != len("sha256:")+64 {
 		t.Fatalf("hash %q", a.SchemaHash())
 	}
-	if a.SchemaHash() != b.SchemaHash() || a.SchemaHash() != h.SchemaHash() {
-		t.Errorf("same tools, different hashes: %s %s %s", a.SchemaHash(), b.SchemaHash(), h.SchemaHash())
+	// Trust is the program's word, in the spec (and so in the source
+	// hash), not the server's: the hash of its tool list stays the same.
+	tr := connect(t, trusted(stdioSpec(t, "base")), opts)
+	if a.SchemaHash() != b.SchemaHash() || a.SchemaHash() != h.SchemaHash() || a.SchemaHash() != tr.SchemaHash() {
+		t.Errorf("same tools, different hashes: %s %s %s %s", a.SchemaHash(), b.SchemaHash(), h.SchemaHash(), tr.SchemaHash())
 	}
 	if a.SchemaHash() == changed.SchemaHash() {
 		t.Errorf("a changed schema kept the hash %s", a.SchemaHash())
@@ -574,14 +587,43 @@ func TestManager(t *testing.T) {
 			t.Errorf("compile tool %s: %+v", ct.Name, ct)
 		}
 	}
+	// The server is not marked trusted: its annotations lower nothing,
+	// make nothing idempotent, and are shown in the description.
+	for _, name := range []string{"plain_echo", "append_note", "read_note"} {
+		if ct := byName[name]; ct.Risk != "high" || !ct.NeedsApproval() || ct.Idempotent {
+			t.Errorf("%s of an untrusted server: risk %q, needs approval %v, idempotent %v", name, ct.Risk, ct.NeedsApproval(), ct.Idempotent)
+		}
+	}
+	if d := byName["read_note"].Description; d != "Read a note.\n(MCP annotations of an untrusted server, not used for approval: readOnlyHint: true)" {
+		t.Errorf("read_note's description = %q", d)
+	}
+	if d := byName["append_note"].Description; !strings.Contains(d, "destructiveHint: false, idempotentHint: true)") {
+		t.Errorf("append_note's description = %q", d)
+	}
+	if d := byName["plain_echo"].Description; strings.Contains(d, "untrusted") {
+		t.Errorf("plain_echo states no annotation, yet its description = %q", d)
+	}
+	// The same server marked trusted: its annotations set risk and
+	// idempotence, and the description is the server's.
+	mt := NewManager(opts)
+	t.Cleanup(func() { _ = mt.Close() })
+	if err := mt.Connect(ctx, trusted(base)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ct := range mt.Tools() {
+		byName[ct.Name] = ct
+	}
 	if ct := byName["plain_echo"]; ct.Risk != "high" || !ct.NeedsApproval() {
 		t.Errorf("plain_echo: risk %q, needs approval %v", ct.Risk, ct.NeedsApproval())
 	}
 	if ct := byName["append_note"]; ct.Risk != "medium" || ct.NeedsApproval() || !ct.Idempotent {
 		t.Errorf("append_note: %+v", ct)
 	}
-	if ct := byName["read_note"]; ct.Risk != "low" || ct.NeedsApproval() {
+	if ct := byName["read_note"]; ct.Risk != "low" || ct.NeedsApproval() || ct.Description != "Read a note." {
 		t.Errorf("read_note: %+v", ct)
+	}
+	for _, ct := range tools {
+		byName[ct.Name] = ct
 	}
 
 	// Execute routes by tool and passes RUN_ID:CALL_ID.

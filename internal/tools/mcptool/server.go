@@ -229,7 +229,7 @@ func Connect(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 		if t == nil {
 			continue
 		}
-		info, err := toolInfo(t)
+		info, err := toolInfo(t, spec.TrustAnnotations)
 		if err != nil {
 			return nil, s.abort("list tools", err)
 		}

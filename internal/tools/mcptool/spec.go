@@ -42,7 +42,22 @@ type Spec struct {
 	// OAuth are the client credentials of an HTTP server, written as
 	// key=value words after its URL (nil: none; see ParseSpec).
 	OAuth *OAuthSpec
+	// TrustAnnotations is the trust=annotations setting: the program's
+	// author vouches for the server, so its tools' annotations set their
+	// risk and idempotence (riskOf). Without it, the default, annotations
+	// are a server's unchecked claims: every tool is high risk, never
+	// idempotent, and its hints are only shown to the person deciding.
+	// It is part of Raw, so the run's source hash and server records
+	// cover it.
+	TrustAnnotations bool
 }
+
+// trustKey is the setting that marks a server trusted, and trustValue the
+// one value it takes (docs/reference/runtime.md#mcp-tools).
+const (
+	trustKey   = "trust"
+	trustValue = "annotations"
+)
 
 // OAuthSpec is how nexa obtains a bearer token for an HTTP server with the
 // OAuth client-credentials grant, for headless runs: the settings
@@ -55,8 +70,11 @@ type OAuthSpec struct {
 	Scope string
 }
 
-// oauthKeys are the settings an HTTP spec may carry after its URL.
+// oauthKeys are the OAuth settings an HTTP spec may carry after its URL.
 var oauthKeys = []string{"client_id", "client_secret", "token_url", "scope"}
+
+// httpKeys are all the settings an HTTP spec may carry after its URL.
+var httpKeys = append(append([]string(nil), oauthKeys...), trustKey)
 
 // String returns the spec as written, for messages.
 func (s Spec) String() string { return s.Raw }
@@ -266,20 +284,33 @@ func splitCommand(line string) ([]word, error) {
 }
 
 // parseStdio reads the words after "stdio:": leading VAR=value
-// assignments, then the command and its arguments.
+// assignments, then the command and its arguments. Among the leading
+// words, trust=annotations is nexa's setting (see Spec.TrustAnnotations),
+// not a variable: the name "trust" in lower case is reserved there.
 func parseStdio(raw string) (Spec, error) {
 	words, err := splitCommand(raw[len("stdio:"):])
 	if err != nil {
 		return Spec{}, fmt.Errorf("mcptool: MCP server %q: %w", raw, err)
 	}
 	sp := Spec{Raw: raw, Transport: TransportStdio}
+	trustSeen := false
 	for len(words) > 0 {
 		name, value, ok := words[0].assignment()
 		if !ok {
 			break
 		}
-		sp.Env = append(sp.Env, EnvVar{Name: name, value: value})
 		words = words[1:]
+		if name == trustKey {
+			if trustSeen {
+				return Spec{}, fmt.Errorf("mcptool: MCP server %q: setting %s is given twice", raw, trustKey)
+			}
+			trustSeen = true
+			if sp.TrustAnnotations, err = parseTrust(raw, value); err != nil {
+				return Spec{}, err
+			}
+			continue
+		}
+		sp.Env = append(sp.Env, EnvVar{Name: name, value: value})
 	}
 	if len(words) == 0 || words[0].literal() == "" {
 		return Spec{}, fmt.Errorf("mcptool: MCP server %q names no command; write \"stdio:COMMAND ARGS…\"", raw)
@@ -295,8 +326,19 @@ func parseStdio(raw string) (Spec, error) {
 	return sp, nil
 }
 
+// parseTrust reads the value of a trust= setting: only "annotations",
+// written out. Anything else is an error rather than "untrusted", so that
+// a program never believes it said something nexa did not read.
+func parseTrust(raw string, value word) (bool, error) {
+	if _, ref := value.hasRef(); ref || value.literal() != trustValue {
+		return false, fmt.Errorf("mcptool: MCP server %q: %s=%s: the only trust setting is %s=%s (the server's tool annotations set who approves its calls); leave it out to trust no annotation", raw, trustKey, value.literal(), trustKey, trustValue)
+	}
+	return true, nil
+}
+
 // parseHTTP reads an HTTP spec: the URL, then optional key=value settings
-// of OAuth client credentials, quoted as in a stdio command line:
+// quoted as in a stdio command line: trust=annotations (see
+// Spec.TrustAnnotations) and OAuth client credentials:
 //
 //	https://crm.example.com/mcp client_id=$CRM_ID client_secret=$CRM_SECRET token_url=https://auth.example.com/token scope='crm.read crm.write'
 //
@@ -328,19 +370,28 @@ func parseHTTP(raw string) (Spec, error) {
 	for _, w := range words {
 		name, value, ok := w.assignment()
 		if !ok {
-			return Spec{}, fmt.Errorf("mcptool: MCP server %q: invalid setting %q after the URL; write key=value with key one of %s", raw, w.literal(), strings.Join(oauthKeys, ", "))
+			return Spec{}, fmt.Errorf("mcptool: MCP server %q: invalid setting %q after the URL; write key=value with key one of %s", raw, w.literal(), strings.Join(httpKeys, ", "))
 		}
 		known := false
-		for _, k := range oauthKeys {
+		for _, k := range httpKeys {
 			known = known || k == name
 		}
 		if !known {
-			return Spec{}, fmt.Errorf("mcptool: MCP server %q: unknown setting %q; an HTTP server takes %s", raw, name, strings.Join(oauthKeys, ", "))
+			return Spec{}, fmt.Errorf("mcptool: MCP server %q: unknown setting %q; an HTTP server takes %s", raw, name, strings.Join(httpKeys, ", "))
 		}
 		if _, dup := settings[name]; dup {
 			return Spec{}, fmt.Errorf("mcptool: MCP server %q: setting %s is given twice", raw, name)
 		}
 		settings[name] = EnvVar{Name: name, value: value}
+	}
+	if trust, ok := settings[trustKey]; ok {
+		if sp.TrustAnnotations, err = parseTrust(raw, trust.value); err != nil {
+			return Spec{}, err
+		}
+		delete(settings, trustKey)
+		if len(settings) == 0 {
+			return sp, nil
+		}
 	}
 	for _, k := range []string{"client_id", "client_secret", "token_url"} {
 		if _, ok := settings[k]; !ok {

@@ -99,8 +99,12 @@ func TestRiskOf(t *testing.T) {
 		{Annotations{OpenWorld: f}, RiskHigh},
 	}
 	for _, c := range cases {
-		if got := riskOf(c.a); got != c.want {
-			t.Errorf("riskOf(%+v) = %s, want %s", c.a, got, c.want)
+		if got := riskOf(c.a, true); got != c.want {
+			t.Errorf("riskOf(%+v, trusted) = %s, want %s", c.a, got, c.want)
+		}
+		// An untrusted server's claims lower nothing.
+		if got := riskOf(c.a, false); got != RiskHigh {
+			t.Errorf("riskOf(%+v, untrusted) = %s, want high", c.a, got)
 		}
 	}
 	// Through the SDK type, as listed: nil annotations are high.
@@ -114,9 +118,67 @@ func TestRiskOf(t *testing.T) {
 		{&mcp.Tool{Name: "c", Annotations: &mcp.ToolAnnotations{DestructiveHint: f, IdempotentHint: true}}, RiskMedium, true},
 		{&mcp.Tool{Name: "d", Annotations: &mcp.ToolAnnotations{DestructiveHint: tr}}, RiskHigh, false},
 	} {
-		ti, err := toolInfo(c.tool)
-		if err != nil || ti.Risk != c.risk || ti.Idempotent != c.idem {
-			t.Errorf("toolInfo(%s) = %+v, %v; want risk %s idempotent %v", c.tool.Name, ti, err, c.risk, c.idem)
+		ti, err := toolInfo(c.tool, true)
+		if err != nil || ti.Risk != c.risk || ti.Idempotent != c.idem || !ti.Trusted {
+			t.Errorf("toolInfo(%s, trusted) = %+v, %v; want risk %s idempotent %v", c.tool.Name, ti, err, c.risk, c.idem)
+		}
+		// Untrusted: high, never idempotent, the annotations kept (they
+		// are hashed and shown).
+		ti, err = toolInfo(c.tool, false)
+		if err != nil || ti.Risk != RiskHigh || ti.Idempotent || ti.Trusted || (c.tool.Annotations != nil && ti.Annotations == Annotations{}) {
+			t.Errorf("toolInfo(%s, untrusted) = %+v, %v; want risk high, not idempotent", c.tool.Name, ti, err)
+		}
+	}
+}
+
+func TestTrustSetting(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		trusted bool
+		env     []string
+		cmd     string
+	}{
+		{"stdio:srv", false, nil, "srv"},
+		{"stdio:trust=annotations srv --flag", true, nil, "srv"},
+		{"stdio:A=1 trust='annotations' B=$S srv", true, []string{"A", "B"}, "srv"},
+		// TRUST in capitals stays a variable of the server, and a trust=
+		// word after the command is an argument.
+		{"stdio:TRUST=annotations srv trust=annotations", false, []string{"TRUST"}, "srv"},
+		{"https://h.example/mcp", false, nil, ""},
+		{"https://h.example/mcp trust=annotations", true, nil, ""},
+		{"https://h.example/mcp client_id=a client_secret=$S token_url=https://a/t trust=annotations", true, nil, ""},
+	} {
+		sp, err := ParseSpec(c.in)
+		if err != nil {
+			t.Errorf("ParseSpec(%q): %v", c.in, err)
+			continue
+		}
+		var env []string
+		for _, e := range sp.Env {
+			env = append(env, e.Name)
+		}
+		if sp.TrustAnnotations != c.trusted || !reflect.DeepEqual(env, c.env) || sp.Command != c.cmd || sp.Raw != c.in {
+			t.Errorf("ParseSpec(%q) = %#v; want trusted %v, env %v, command %q", c.in, sp, c.trusted, c.env, c.cmd)
+		}
+	}
+	if sp, _ := ParseSpec("https://h.example/mcp trust=annotations client_id=a client_secret=$S token_url=https://a/t"); sp.OAuth == nil || !sp.TrustAnnotations {
+		t.Errorf("trust and credentials together: %#v", sp)
+	}
+	// Anything that is not exactly trust=annotations is an error, never a
+	// quiet "untrusted" (or trusted).
+	for _, c := range []struct{ in, want string }{
+		{"stdio:trust=yes srv", "the only trust setting is trust=annotations"},
+		{"stdio:trust= srv", "the only trust setting"},
+		{"stdio:trust=$T srv", "the only trust setting"},
+		{"stdio:trust=annotations trust=annotations srv", "given twice"},
+		{"stdio:trust=annotations", "names no command"},
+		{"https://h/mcp trust=all", "the only trust setting"},
+		{"https://h/mcp trust=annotations trust=annotations", "given twice"},
+		{"https://h/mcp trusted=annotations", `unknown setting "trusted"`},
+		{"https://h/mcp trust=annotations client_id=a", "client_secret is missing"},
+	} {
+		if _, err := ParseSpec(c.in); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseSpec(%q): %v, want %q", c.in, err, c.want)
 		}
 	}
 }

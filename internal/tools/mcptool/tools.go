@@ -22,9 +22,10 @@ const (
 	RiskHigh   = "high"
 )
 
-// Annotations are the behaviour hints of an MCP tool. They are hints from
-// the server, not guarantees; nexa uses them only to pick a risk level and
-// never to skip a check the risk level asks for.
+// Annotations are the behaviour hints of an MCP tool. They are claims of
+// the server, not guarantees: nexa uses them to pick a risk level only for
+// a server the program marks trust=annotations (Spec.TrustAnnotations),
+// and never to skip a check the risk level asks for.
 type Annotations struct {
 	ReadOnly bool `json:"readOnlyHint"`
 	// Destructive is nil when the server did not say; MCP then assumes
@@ -42,11 +43,16 @@ type ToolInfo struct {
 	// InputSchema is the JSON Schema of the arguments, always an object
 	// schema (see normalizeSchema), canonically encoded.
 	InputSchema json.RawMessage
-	// Risk is RiskLow, RiskMedium or RiskHigh (docs/reference/runtime.md#mcp-tools).
+	// Risk is RiskLow, RiskMedium or RiskHigh (docs/reference/runtime.md#mcp-tools):
+	// always RiskHigh for a server that is not trusted.
 	Risk string
-	// Idempotent is the server's idempotentHint: the runtime may run such
-	// a call again after a crash cut it off.
-	Idempotent  bool
+	// Idempotent is the idempotentHint of a trusted server's tool: the
+	// runtime may run such a call again after a crash cut it off. An
+	// untrusted server's hint never makes nexa repeat a call.
+	Idempotent bool
+	// Trusted says the server is marked trust=annotations, so Risk and
+	// Idempotent come from Annotations.
+	Trusted     bool
 	Annotations Annotations
 	// OutputSchema is the tool's outputSchema, canonically encoded, or
 	// nil when it declares none; structured results are checked against
@@ -57,11 +63,15 @@ type ToolInfo struct {
 }
 
 // riskOf maps annotations to a risk level exactly as docs/reference/runtime.md#mcp-tools
-// says: readOnlyHint true → low; else destructiveHint explicitly false →
-// medium; else high, since MCP assumes a tool destructive when the hint is
-// absent, and high needs the operator's approval.
-func riskOf(a Annotations) string {
+// says. For a server the program does not trust, every tool is high: a
+// server's claim alone never lowers who approves its calls. For a trusted
+// one: readOnlyHint true → low; else destructiveHint explicitly false →
+// medium; else high, since MCP assumes a tool destructive when the hint
+// is absent, and high needs the operator's approval.
+func riskOf(a Annotations, trusted bool) string {
 	switch {
+	case !trusted:
+		return RiskHigh
 	case a.ReadOnly:
 		return RiskLow
 	case a.Destructive != nil && !*a.Destructive:
@@ -71,8 +81,46 @@ func riskOf(a Annotations) string {
 	}
 }
 
-// toolInfo converts a listed tool.
-func toolInfo(t *mcp.Tool) (ToolInfo, error) {
+// hints renders the annotations the server stated, in the MCP names
+// ("readOnlyHint: true, idempotentHint: true"), or "" when it stated none.
+// A false readOnlyHint or idempotentHint cannot be told from an absent
+// one and is left out.
+func (a Annotations) hints() string {
+	var parts []string
+	if a.ReadOnly {
+		parts = append(parts, "readOnlyHint: true")
+	}
+	if a.Destructive != nil {
+		parts = append(parts, fmt.Sprintf("destructiveHint: %t", *a.Destructive))
+	}
+	if a.Idempotent {
+		parts = append(parts, "idempotentHint: true")
+	}
+	if a.OpenWorld != nil {
+		parts = append(parts, fmt.Sprintf("openWorldHint: %t", *a.OpenWorld))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// callDescription is the description of a tool as the runtime shows it,
+// to the model and, journaled with each call, to the person deciding it:
+// the server's description (or one naming the server when it gave none)
+// and, for a server that is not trusted, the annotations it stated, marked
+// as not used, since they are worth knowing but decide nothing.
+func (t ToolInfo) callDescription(spec string) string {
+	desc := t.Description
+	if strings.TrimSpace(desc) == "" {
+		desc = "Tool " + t.Name + " of the MCP server " + spec
+	}
+	if h := t.Annotations.hints(); h != "" && !t.Trusted {
+		desc += "\n(MCP annotations of an untrusted server, not used for approval: " + h + ")"
+	}
+	return desc
+}
+
+// toolInfo converts a listed tool of a server that is trusted or not
+// (Spec.TrustAnnotations).
+func toolInfo(t *mcp.Tool, trusted bool) (ToolInfo, error) {
 	var a Annotations
 	if t.Annotations != nil {
 		a = Annotations{
@@ -90,8 +138,9 @@ func toolInfo(t *mcp.Tool) (ToolInfo, error) {
 		Name:        t.Name,
 		Description: t.Description,
 		InputSchema: schema,
-		Risk:        riskOf(a),
-		Idempotent:  a.Idempotent,
+		Risk:        riskOf(a, trusted),
+		Idempotent:  trusted && a.Idempotent,
+		Trusted:     trusted,
 		Annotations: a,
 	}
 	if t.OutputSchema != nil {
