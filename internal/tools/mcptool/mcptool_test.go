@@ -594,7 +594,7 @@ func TestManager(t *testing.T) {
 			t.Errorf("%s of an untrusted server: risk %q, needs approval %v, idempotent %v", name, ct.Risk, ct.NeedsApproval(), ct.Idempotent)
 		}
 	}
-	if d := byName["read_note"].Description; d != "Read a note.\n(MCP annotations of an untrusted server, not used for approval: readOnlyHint: true)" {
+	if d := byName["read_note"].Description; d != "Read a note. (MCP annotations of an untrusted server, not used for approval: readOnlyHint: true)" {
 		t.Errorf("read_note's description = %q", d)
 	}
 	if d := byName["append_note"].Description; !strings.Contains(d, "destructiveHint: false, idempotentHint: true)") {

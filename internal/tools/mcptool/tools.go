@@ -113,7 +113,7 @@ func (t ToolInfo) callDescription(spec string) string {
 		desc = "Tool " + t.Name + " of the MCP server " + spec
 	}
 	if h := t.Annotations.hints(); h != "" && !t.Trusted {
-		desc += "\n(MCP annotations of an untrusted server, not used for approval: " + h + ")"
+		desc += " (MCP annotations of an untrusted server, not used for approval: " + h + ")"
 	}
 	return desc
 }
