@@ -49,12 +49,17 @@
 //
 // # Risk
 //
-// A tool's risk level comes from its annotations, exactly as docs/reference/runtime.md#mcp-tools says: readOnlyHint true → low; else destructiveHint explicitly
-// false → medium; else → high (MCP assumes a tool destructive when the hint
-// is absent), so it needs the operator's approval. idempotentHint becomes
-// the tool's idempotent flag. Annotations are the server's own claims: a
-// server that wrongly says readOnlyHint escapes approval, so a program
-// should name only servers its operator trusts.
+// A tool's risk level comes from its annotations only when the program
+// trusts its server (the setting trust=annotations in the spec,
+// Spec.TrustAnnotations), exactly as docs/reference/runtime.md#mcp-tools
+// says: readOnlyHint true → low; else destructiveHint explicitly false →
+// medium; else → high (MCP assumes a tool destructive when the hint is
+// absent), so it needs the operator's approval; idempotentHint becomes the
+// tool's idempotent flag. Annotations are the server's own claims, so for
+// a server that is not trusted, the default, every tool is high and none
+// idempotent: a server cannot exempt its tools from approval, or have a
+// cut-off call run again, by saying so. Its stated hints are appended to
+// the tool's description, for the person deciding a call to see.
 //
 // Input schemas are kept as the server wrote them, except that a schema is
 // always an object schema ("type":"object" and "properties" are added when

@@ -80,7 +80,8 @@ var httpKeys = append(append([]string(nil), oauthKeys...), trustKey)
 func (s Spec) String() string { return s.Raw }
 
 // ParseSpec parses an MCP server spec: "http://…" or "https://…" is a
-// Streamable HTTP endpoint, "stdio:COMMAND ARGS…" a child process. The
+// Streamable HTTP endpoint, "stdio:COMMAND ARGS…" a child process; either
+// may carry trust=annotations (Spec.TrustAnnotations). The
 // command line is split into words with single quotes, double quotes and
 // backslashes as in a POSIX shell, but nothing else of a shell: unquoted
 // pipes, redirections, `;`, `&`, backquotes and `$` expansions are refused,
