@@ -163,7 +163,9 @@ func runWorker(e *env, s session.Store, wd string, progs []worker.Program, metri
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, context.Canceled), errors.Is(err, worker.ErrDrainTimeout):
+	case errors.Is(err, worker.ErrDrainTimeout):
+		return &exitError{code: ExitInterrupted, msg: "the drain timeout passed: the calls still running were cut off and their runs released; another worker takes them over, reporting a cut-off call as an unknown outcome"}
+	case errors.Is(err, context.Canceled):
 		return &exitError{code: ExitInterrupted, msg: "worker stopped with runs still held; their leases expire and another worker takes them over"}
 	}
 	return &exitError{code: ExitFailed, msg: err.Error()}

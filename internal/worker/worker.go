@@ -181,12 +181,17 @@ func (w *Worker) Owner() string { return w.o.Owner }
 // Run claims and drives runs until drain is closed or ctx ends. On drain
 // it claims nothing more, asks every driven run to stop after its current
 // step, and returns nil once all are saved and released, or
-// ErrDrainTimeout when DrainTimeout passes first. When ctx ends it
+// ErrDrainTimeout when DrainTimeout passes first: the calls still running
+// are then cut off (their processes killed) and the runs released, so the
+// worker exits holding no lease and another takes the runs over at once,
+// a cut-off call becoming an unknown outcome there. When ctx ends it
 // returns at once (ctx's error), leaving the leases of driven runs to
 // expire: the second signal.
 func (w *Worker) Run(ctx context.Context, drain <-chan struct{}) error {
 	stop := make(chan struct{}) // closed on drain: every drive stops at its next safe point
 	var drives sync.WaitGroup
+	ctx, cutOff := context.WithCancelCause(ctx)
+	defer cutOff(nil)
 	wake := w.wakeUps(ctx)
 	poll := time.NewTicker(w.o.PollInterval)
 	defer poll.Stop()
@@ -198,7 +203,7 @@ func (w *Worker) Run(ctx context.Context, drain <-chan struct{}) error {
 			w.o.Log.Warn("worker stopped at once; leases of driven runs are left to expire", "running", w.held())
 			return ctx.Err()
 		case <-drain:
-			return w.drain(ctx, stop, &drives)
+			return w.drain(ctx, cutOff, stop, &drives)
 		case <-wake:
 		case <-w.o.Wake:
 		case <-w.freed:
@@ -207,8 +212,16 @@ func (w *Worker) Run(ctx context.Context, drain <-chan struct{}) error {
 	}
 }
 
-// drain stops the driven runs at their next safe point and waits for them.
-func (w *Worker) drain(ctx context.Context, stop chan struct{}, drives *sync.WaitGroup) error {
+// cutOffGrace bounds how long a drain whose timeout passed waits for the
+// cut-off drives to release their runs: an executor returns as soon as
+// the processes of its call are killed, so this is only a guard against
+// one that does not.
+const cutOffGrace = 5 * time.Second
+
+// drain stops the driven runs at their next safe point and waits for them;
+// past DrainTimeout it cuts off their calls (cutOff cancels the drives'
+// context) and waits, up to cutOffGrace, for them to release their runs.
+func (w *Worker) drain(ctx context.Context, cutOff context.CancelCauseFunc, stop chan struct{}, drives *sync.WaitGroup) error {
 	w.o.Log.Info("draining", "running", w.held(), "timeout", w.o.DrainTimeout.String())
 	close(stop)
 	done := make(chan struct{})
@@ -226,9 +239,18 @@ func (w *Worker) drain(ctx context.Context, stop chan struct{}, drives *sync.Wai
 		w.o.Log.Warn("worker stopped at once while draining; leases of driven runs are left to expire", "running", w.held())
 		return ctx.Err()
 	case <-timer.C:
-		w.o.Log.Warn("drain timeout passed; leases of driven runs are left to expire", "running", w.held())
-		return ErrDrainTimeout
 	}
+	w.o.Log.Warn("drain timeout passed; cutting off the calls still running and releasing their runs", "running", w.held())
+	cutOff(ErrDrainTimeout)
+	grace := time.NewTimer(cutOffGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+		w.o.Log.Info("released every run after the drain timeout")
+	case <-grace.C:
+		w.o.Log.Warn("runs still held after the cut-off; their leases are left to expire", "running", w.held())
+	}
+	return ErrDrainTimeout
 }
 
 // held is how many runs the worker drives now.

@@ -135,3 +135,4 @@ func TestWorkerLimitsAndPrograms(t *testing.T) {
 		}
 	}
 }
+
