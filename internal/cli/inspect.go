@@ -37,9 +37,12 @@ type inspectTool struct {
 	Timeout          int             `json:"timeout"`
 	// ApprovalTimeout is how long, in seconds, a call may wait for a
 	// decision; 0 when the tool sets no bound of its own.
-	ApprovalTimeout int    `json:"approval_timeout"`
-	Idempotent      bool   `json:"idempotent"`
-	Body            string `json:"body"`
+	ApprovalTimeout int  `json:"approval_timeout"`
+	Idempotent      bool `json:"idempotent"`
+	// Parallel is false for a tool declared parallel: false, whose calls
+	// run with no other call of their reply (docs/reference/runtime.md#parallel-calls).
+	Parallel bool   `json:"parallel"`
+	Body     string `json:"body"`
 	// Category is the @tool category, or the namespace of a built-in
 	// tool ("std.fs").
 	Category string `json:"category,omitempty"`
@@ -73,7 +76,7 @@ func toInspectJSON(p *ir.Program) inspectJSON {
 		out.Tools = append(out.Tools, inspectTool{
 			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Returns: t.Returns,
 			RiskLevel: t.Risk, RequiresApproval: t.RequiresApproval, NeedsApproval: t.NeedsApproval(),
-			Sandbox: t.Sandbox, Timeout: t.Timeout, ApprovalTimeout: t.ApprovalTimeout, Idempotent: t.Idempotent, Body: string(t.Body.Kind),
+			Sandbox: t.Sandbox, Timeout: t.Timeout, ApprovalTimeout: t.ApprovalTimeout, Idempotent: t.Idempotent, Parallel: !t.Exclusive, Body: string(t.Body.Kind),
 			Category: t.Category,
 		})
 	}
@@ -166,6 +169,9 @@ func writeInspectText(w io.Writer, p *ir.Program, st *diagStyle) {
 		}
 		if t.Idempotent {
 			extra += ", idempotent"
+		}
+		if t.Exclusive {
+			extra += ", parallel: false"
 		}
 		body := string(t.Body.Kind) + " body"
 		if t.Body.Kind == ir.BodyBuiltin && t.Category != "" {

@@ -29,19 +29,30 @@ func isTerminal(w io.Writer) bool {
 }
 
 // progressPrinter shows a run's steps on stderr: a live spinner line on a
-// terminal, plain timestamped lines otherwise, nothing with --quiet.
+// terminal, plain timestamped lines otherwise, nothing with --quiet. The
+// live line names what is in progress: the model request, or every call
+// running at once (calls of one reply run concurrently).
 type progressPrinter struct {
-	mu      sync.Mutex
-	w       io.Writer
-	live    bool
-	quiet   bool
-	paint   bool
+	mu    sync.Mutex
+	w     io.Writer
+	live  bool
+	quiet bool
+	paint bool
+	// tick is how often the live line is redrawn (its spinner and elapsed
+	// time); 0 redraws it only on events.
+	tick time.Duration
+	// now is the clock of the timestamps and elapsed times; nil is
+	// time.Now.
+	now     func() time.Time
 	spin    *time.Ticker
 	done    chan struct{}
 	label   string
 	started time.Time
 	frame   int
 	closed  bool
+	// running are the calls started and not yet ended, in the order they
+	// started.
+	running []runningCall
 	// redact removes secret values from error texts before they are
 	// shown; nil shows none of them.
 	redact func(string) string
@@ -50,9 +61,15 @@ type progressPrinter struct {
 	stream *jsonlStream
 }
 
+// runningCall is a call the live line shows until it ends.
+type runningCall struct {
+	id, tool string
+	started  time.Time
+}
+
 func progress(e *env, quiet bool) *progressPrinter {
 	live, paint := progressMode(isTerminal(e.stderr), e.getenv)
-	return &progressPrinter{w: e.stderr, quiet: quiet, live: live, paint: paint}
+	return &progressPrinter{w: e.stderr, quiet: quiet, live: live, paint: paint, tick: 100 * time.Millisecond}
 }
 
 // progressMode chooses how progress is shown on stderr: a live spinner with
@@ -76,27 +93,43 @@ func (p *progressPrinter) sprint(c color.Attribute, s string) string {
 	return col.Sprint(s)
 }
 
+func (p *progressPrinter) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
+}
+
 // line prints one finished event line.
 func (p *progressPrinter) line(s string) {
 	if p.live {
 		fmt.Fprintf(p.w, "\r\033[K%s\n", s)
 		return
 	}
-	fmt.Fprintf(p.w, "%s %s\n", time.Now().UTC().Format(time.RFC3339), s)
+	fmt.Fprintf(p.w, "%s %s\n", p.clock().UTC().Format(time.RFC3339), s)
 }
 
-// startSpinner shows label with a spinner (or, off a terminal, as one
-// line); the caller holds p.mu.
-func (p *progressPrinter) startSpinner(label string) {
-	p.label, p.started = label, time.Now()
+// status shows what is in progress since a time: on a terminal as the live
+// line, drawn at once and then redrawn every tick; off a terminal as one
+// line. The caller holds p.mu.
+func (p *progressPrinter) status(label string, since time.Time) {
 	if !p.live {
 		p.line(label)
 		return
 	}
+	p.spinOn(label, since)
+}
+
+// spinOn makes label the live line and draws it; the caller holds p.mu.
+func (p *progressPrinter) spinOn(label string, since time.Time) {
+	p.label, p.started = label, since
+	p.draw()
+	if p.spin != nil || p.tick <= 0 {
+		return
+	}
 	p.done = make(chan struct{})
-	p.spin = time.NewTicker(100 * time.Millisecond)
+	p.spin = time.NewTicker(p.tick)
 	go func(t *time.Ticker, done chan struct{}) {
-		frames := []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 		for {
 			select {
 			case <-done:
@@ -110,19 +143,59 @@ func (p *progressPrinter) startSpinner(label string) {
 				default:
 				}
 				p.frame++
-				fmt.Fprintf(p.w, "\r\033[K%s %s %s", p.sprint(color.FgCyan, frames[p.frame%len(frames)]), p.label, seconds(time.Since(p.started)))
+				p.draw()
 				p.mu.Unlock()
 			}
 		}
 	}(p.spin, p.done)
 }
 
+// draw writes the live line; the caller holds p.mu.
+func (p *progressPrinter) draw() {
+	frames := []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+	fmt.Fprintf(p.w, "\r\033[K%s %s %s", p.sprint(color.FgCyan, frames[p.frame%len(frames)]), p.label, seconds(p.clock().Sub(p.started)))
+}
+
+// stopSpinner stops redrawing the live line; the next line() replaces it.
 func (p *progressPrinter) stopSpinner() {
 	if p.spin != nil {
 		p.spin.Stop()
 		close(p.done)
 		p.spin = nil
 	}
+}
+
+// showRunning makes the calls still running the live line, timed from the
+// earliest of them, or stops the spinner when none is left; the caller
+// holds p.mu.
+func (p *progressPrinter) showRunning() {
+	if len(p.running) == 0 {
+		p.stopSpinner()
+		return
+	}
+	p.spinOn(runningLabel(p.running), p.running[0].started)
+}
+
+// runningLabel names the calls running at once: "tool lookup (call_1)"
+// for one, "running 3 tools: lookup, fetch, search" for several, the names
+// cut short so that the line fits a terminal.
+func runningLabel(calls []runningCall) string {
+	if len(calls) == 1 {
+		return fmt.Sprintf("tool %s (%s)", calls[0].tool, calls[0].id)
+	}
+	const width = 60
+	var names strings.Builder
+	for i, c := range calls {
+		if i > 0 {
+			if names.Len()+2+len(c.tool) > width {
+				names.WriteString(", …")
+				break
+			}
+			names.WriteString(", ")
+		}
+		names.WriteString(c.tool)
+	}
+	return fmt.Sprintf("running %d tools: %s", len(calls), names.String())
 }
 
 func seconds(d time.Duration) string {
@@ -149,7 +222,8 @@ func (p *progressPrinter) observe(ev engine.Event) {
 	case engine.EventRunResumed:
 		p.line("run " + ev.RunID + " resumed")
 	case engine.EventProviderStart:
-		p.startSpinner(fmt.Sprintf("asking the model (request %d)", ev.Turn))
+		p.running = nil
+		p.status(fmt.Sprintf("asking the model (request %d)", ev.Turn), p.clock())
 	case engine.EventProviderDone:
 		p.stopSpinner()
 		if ev.Err != nil {
@@ -164,10 +238,23 @@ func (p *progressPrinter) observe(ev engine.Event) {
 		}
 		p.line(fmt.Sprintf("%s model replied: %s (%s)", p.sprint(color.FgGreen, "✓"), what, seconds(ev.Duration)))
 	case engine.EventToolStart:
-		p.stopSpinner()
-		p.startSpinner(fmt.Sprintf("tool %s (%s)", ev.Tool, ev.CallID))
+		p.running = append(p.running, runningCall{id: ev.CallID, tool: ev.Tool, started: p.clock()})
+		if p.live {
+			p.showRunning()
+			return
+		}
+		s := fmt.Sprintf("tool %s (%s) started", ev.Tool, ev.CallID)
+		if len(p.running) > 1 {
+			s += "; " + runningLabel(p.running)
+		}
+		p.line(s)
 	case engine.EventToolDone:
-		p.stopSpinner()
+		for i, c := range p.running {
+			if c.id == ev.CallID {
+				p.running = append(p.running[:i], p.running[i+1:]...)
+				break
+			}
+		}
 		mark, col := "✓", color.FgGreen
 		switch ev.Outcome {
 		case "error":
@@ -187,7 +274,11 @@ func (p *progressPrinter) observe(ev engine.Event) {
 			s += ": " + p.redact(ev.Err.Error())
 		}
 		p.line(s)
+		if p.live {
+			p.showRunning()
+		}
 	case engine.EventRunStopped:
+		p.running = nil
 		p.stopSpinner()
 		p.line(fmt.Sprintf("run %s: %s", ev.RunID, p.sprint(statusColor(string(ev.Status)), string(ev.Status))))
 	}
@@ -313,9 +404,8 @@ func (p *progressPrinter) retrying(attempt int, err error, delay time.Duration) 
 	if p.closed {
 		return
 	}
-	p.stopSpinner()
 	p.line(fmt.Sprintf("%s model request failed (%v); retry %d in %s", p.sprint(color.FgYellow, "↻"), err, attempt, seconds(delay)))
-	p.startSpinner(fmt.Sprintf("asking the model (retry %d)", attempt))
+	p.status(fmt.Sprintf("asking the model (retry %d)", attempt), p.clock())
 }
 
 // deniedWhy says who refused a call and why, for one line.

@@ -284,6 +284,7 @@ func TestAnthropicAnswerToolBesideAgentTools(t *testing.T) {
 	req := verdictRequest(false)
 	req.Tools = []ToolSpec{{Name: "read", Parameters: json.RawMessage(`{"type":"object"}`)}}
 	req.ToolChoice = "auto"
+	req.ParallelToolCalls = true
 	reply, err := p.Complete(context.Background(), req, nil)
 	if err != nil {
 		t.Fatal(err)

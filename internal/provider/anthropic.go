@@ -345,10 +345,33 @@ func (a *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 			p.ToolChoice = anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{}}
 		}
 	}
+	if len(req.Tools) > 0 && !req.ParallelToolCalls {
+		disableParallelToolUse(&p.ToolChoice)
+	}
 	markCacheBreakpoints(&p)
 	// req.Temperature is not sent: the SDK's API version (2026-10-21) has
 	// no sampling parameters, and the API rejects unknown fields.
 	return p, nil
+}
+
+// disableParallelToolUse asks the model for one tool call per reply
+// (disable_parallel_tool_use), as OpenAI's parallel_tool_calls false does,
+// when the runtime runs the calls of a reply one after another
+// (--max-parallel-tools 1): the model is told how its calls will run. The
+// server's default choice, auto, is then sent explicitly, since the setting
+// lives in tool_choice; "none" has no such setting and asks for no call.
+func disableParallelToolUse(c *anthropic.ToolChoiceUnionParam) {
+	switch {
+	case c.OfAny != nil:
+		c.OfAny.DisableParallelToolUse = anthropic.Bool(true)
+	case c.OfTool != nil:
+		c.OfTool.DisableParallelToolUse = anthropic.Bool(true)
+	case c.OfNone != nil:
+	case c.OfAuto != nil:
+		c.OfAuto.DisableParallelToolUse = anthropic.Bool(true)
+	default:
+		c.OfAuto = &anthropic.ToolChoiceAutoParam{DisableParallelToolUse: anthropic.Bool(true)}
+	}
 }
 
 // markCacheBreakpoints puts prompt-caching breakpoints (cache_control

@@ -59,6 +59,9 @@ func anthropicConversation() Request {
 		Temperature: &temp,
 		MaxTokens:   256,
 		JSONOutput:  true,
+		// The engine's default (--max-parallel-tools 4): tool_choice
+		// carries no disable_parallel_tool_use.
+		ParallelToolCalls: true,
 	}
 }
 
@@ -379,6 +382,7 @@ func TestAnthropicToolChoice(t *testing.T) {
 	} {
 		req := userOnly(false)
 		req.ToolChoice, req.Tools = c.choice, c.tools
+		req.ParallelToolCalls = true
 		if _, err := p.Complete(context.Background(), req, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -392,6 +396,85 @@ func TestAnthropicToolChoice(t *testing.T) {
 		if wantTools := len(c.tools) > 0; wantTools != strings.Contains(string(b.Raw), `"tools":[{"input_schema":{"type":"object","properties":{}},"name":"noop"}]`) {
 			t.Errorf("%q: tools in %s", c.choice, b.Raw)
 		}
+	}
+}
+
+// With --max-parallel-tools 1 (ParallelToolCalls false) a request that
+// offers tools asks for one call per reply, whatever the tool choice, as an
+// OpenAI request says parallel_tool_calls false; "none" asks for no call,
+// and a request without tools has no tool_choice. The cache markers and the
+// prefix are untouched: tool_choice is outside the cached content.
+func TestAnthropicParallelToolUse(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"type":"message","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn"}`)
+	})
+	p := newTestAnthropic(t, f.URL, "")
+	tools := []ToolSpec{{Name: "noop"}}
+	for _, c := range []struct {
+		choice   string
+		tools    []ToolSpec
+		parallel bool
+		want     string
+	}{
+		{"", tools, false, `{"disable_parallel_tool_use":true,"type":"auto"}`},
+		{"auto", tools, false, `{"disable_parallel_tool_use":true,"type":"auto"}`},
+		{"required", tools, false, `{"disable_parallel_tool_use":true,"type":"any"}`},
+		{"none", tools, false, `{"type":"none"}`},
+		{"auto", nil, false, "null"},
+		{"auto", tools, true, `{"type":"auto"}`},
+		{"required", tools, true, `{"type":"any"}`},
+	} {
+		req := userOnly(false)
+		req.ToolChoice, req.Tools, req.ParallelToolCalls = c.choice, c.tools, c.parallel
+		if _, err := p.Complete(context.Background(), req, nil); err != nil {
+			t.Fatal(err)
+		}
+		b := f.last(t)
+		got, _ := json.Marshal(b.Body["tool_choice"])
+		if string(got) != c.want {
+			t.Errorf("%q, parallel %v: tool_choice = %s, want %s", c.choice, c.parallel, got, c.want)
+		}
+		validateAnthropicRequest(t, b.Raw)
+	}
+
+	// A protocol answer: the forced answer tool beside the agent's tools
+	// is one call among them, so the same single call is asked for.
+	req := verdictRequest(false)
+	req.Tools, req.ToolChoice = tools, "auto"
+	if _, err := p.Complete(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := json.Marshal(f.last(t).Body["tool_choice"]); string(got) != `{"disable_parallel_tool_use":true,"type":"any"}` {
+		t.Errorf("answer tool beside tools: tool_choice = %s", got)
+	}
+
+	// The whole conversation, one call at a time: the body as sent,
+	// cache markers included, is the one sent for parallel calls but for
+	// tool_choice.
+	sent := func(req Request) (rest []byte, choice string) {
+		t.Helper()
+		if _, err := p.Complete(context.Background(), req, nil); err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]json.RawMessage
+		if err := json.Unmarshal(f.last(t).Sent, &body); err != nil {
+			t.Fatal(err)
+		}
+		choice = string(body["tool_choice"])
+		delete(body, "tool_choice")
+		rest, _ = json.Marshal(body)
+		return rest, choice
+	}
+	seq := anthropicConversation()
+	seq.ParallelToolCalls = false
+	parRest, parChoice := sent(anthropicConversation())
+	seqRest, seqChoice := sent(seq)
+	if string(parRest) != string(seqRest) || !strings.Contains(string(seqRest), `"cache_control"`) {
+		t.Errorf("the body differs with one call at a time:\n%s\n%s", parRest, seqRest)
+	}
+	if parChoice != `{"type":"any"}` || seqChoice != `{"disable_parallel_tool_use":true,"type":"any"}` {
+		t.Errorf("conversation: tool_choice = %s, then %s", parChoice, seqChoice)
 	}
 }
 
