@@ -28,3 +28,16 @@ func WakeAt(st *RunState) *time.Time {
 	}
 	return at
 }
+
+// Claimable reports whether a worker may take the run as it is stored at
+// now, if nobody holds its lease: it is Runnable, or its WakeAt has come.
+// It is the stores' claim condition, for a caller that checks a run it
+// already read (a worker that could not set a claimed run up saves it
+// failed only while it is still claimable).
+func Claimable(st *RunState, now time.Time) bool {
+	if Runnable(st) {
+		return true
+	}
+	at := WakeAt(st)
+	return at != nil && !now.Before(*at)
+}

@@ -42,3 +42,23 @@ func TestWakeAt(t *testing.T) {
 		t.Error("WakeAt(nil) != nil")
 	}
 }
+
+// TestClaimable: a worker run waiting for approval is claimable from its
+// wake-up on, as a runnable run always is.
+func TestClaimable(t *testing.T) {
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	st := &RunState{Status: StatusWaitingApproval, Config: Config{Driver: DriverWorker},
+		Journal: []JournalEntry{{CallID: "c1", Stage: StageNotStarted, NeedsApproval: true, ExpiresAt: &t0}}}
+	if Claimable(st, t0.Add(-time.Nanosecond)) {
+		t.Error("claimable before its wait ran out")
+	}
+	if !Claimable(st, t0) {
+		t.Error("not claimable when its wait ran out")
+	}
+	if !Claimable(&RunState{Status: StatusQueued, Config: Config{Driver: DriverWorker}}, t0) {
+		t.Error("a queued worker run is not claimable")
+	}
+	if Claimable(nil, t0) {
+		t.Error("Claimable(nil) = true")
+	}
+}
