@@ -129,7 +129,7 @@ func (w WorkerDrive) inDir(runDir, path string) string {
 
 // fail saves the run failed with cause, so no worker claims it again,
 // unless it moved on meanwhile (another process holds it, or it is no
-// longer runnable). The error returned wraps ErrCannotDrive and cause.
+// longer claimable). The error returned wraps ErrCannotDrive and cause.
 func (w WorkerDrive) fail(runID string, cause error) error {
 	code, msg := engine.CodeInternal, cause.Error()
 	if re, ok := engine.AsError(cause); ok {
@@ -145,8 +145,12 @@ func (w WorkerDrive) fail(runID string, cause error) error {
 		return fmt.Errorf("%w: %w", ErrCannotDrive, cause)
 	}
 	defer release(w.Store, runID, l)
+	now := time.Now
+	if w.Now != nil {
+		now = w.Now
+	}
 	st, err := engine.Show(ctx, w.Store, runID)
-	if err != nil || !state.Runnable(st) {
+	if err != nil || !state.Claimable(st, now()) {
 		return fmt.Errorf("%w: %w", ErrCannotDrive, cause)
 	}
 	st.Lease = l

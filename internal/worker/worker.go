@@ -311,7 +311,7 @@ func (w *Worker) start(ctx context.Context, id string, l *state.Lease, claimTook
 		return
 	}
 	agent := hdr.Config.Agent
-	w.o.Telemetry.Claimed(id, agent, claimTook, max(0, w.o.Now().Sub(hdr.UpdatedAt)))
+	w.o.Telemetry.Claimed(id, agent, claimTook, max(0, w.o.Now().Sub(w.claimableSince(ctx, id, hdr))))
 	w.o.Log.Info("claimed", "run_id", id, "agent", agent, "status", string(hdr.Status), "epoch", l.Epoch)
 	w.mu.Lock()
 	w.running++
@@ -343,6 +343,26 @@ func (w *Worker) start(ctx context.Context, id string, l *state.Lease, claimTook
 		default:
 		}
 	}()
+}
+
+// claimableSince is when the claimed run became claimable, for the claim
+// latency: its last save, or, for a run that waited for approval and was
+// claimed because a wait ran out after that save (state.WakeAt), the
+// expiry, read with the run's open calls (a claim of a waiting run is
+// rare next to steps). The header's time when they cannot be read.
+func (w *Worker) claimableSince(ctx context.Context, id string, hdr *state.RunState) time.Time {
+	since := hdr.UpdatedAt
+	if hdr.Status != state.StatusWaitingApproval {
+		return since
+	}
+	st, _, err := engine.ShowTail(ctx, w.o.Store, id, 1)
+	if err != nil {
+		return since
+	}
+	if at := state.WakeAt(st); at != nil && at.After(since) {
+		return *at
+	}
+	return since
 }
 
 // wakeUps merges the store's wake-ups (state.Waker) into one channel,

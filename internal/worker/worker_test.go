@@ -14,6 +14,7 @@ import (
 	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/session"
 	"github.com/nexa-run/nexa/internal/state"
+	"github.com/nexa-run/nexa/internal/store/sqlite"
 	"github.com/nexa-run/nexa/internal/worker"
 )
 
@@ -35,6 +36,7 @@ type recorder struct {
 	finished map[string]state.Status
 	done     chan struct{} // closed when want runs finished
 	want     int
+	closed   bool
 }
 
 func (r *recorder) Claimed(id, _ string, _, _ time.Duration) {
@@ -51,8 +53,9 @@ func (r *recorder) Finished(id, _ string, st state.Status, _ time.Duration, _ er
 	defer r.mu.Unlock()
 	r.now--
 	r.finished[id] = st
-	if len(r.finished) == r.want {
+	if len(r.finished) == r.want && !r.closed {
 		close(r.done)
+		r.closed = true
 	}
 }
 
@@ -136,3 +139,77 @@ func TestWorkerLimitsAndPrograms(t *testing.T) {
 	}
 }
 
+// waitRecorder keeps the wait the worker reports for each claim.
+type waitRecorder struct {
+	recorder
+	waited map[string]time.Duration
+}
+
+func (r *waitRecorder) Claimed(id, agent string, claim, waited time.Duration) {
+	r.mu.Lock()
+	r.waited[id] = waited
+	r.mu.Unlock()
+	r.recorder.Claimed(id, agent, claim, waited)
+}
+
+// TestClaimLatencyOfAnExpiredWait: a run claimed because its approval's
+// wait ran out is reported as waiting since the expiry, not since it
+// stopped for the approval an hour earlier (nexa_claim_latency_seconds);
+// when the worker cannot set it up, it is saved failed like any run.
+func TestClaimLatencyOfAnExpiredWait(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.WriteFile("a.nx", []byte(program), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prog, diags := compile.Compile("a.nx", compile.Options{})
+	if prog == nil || diags.HasErrors() {
+		t.Fatalf("compile: %v", diags)
+	}
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { return now }
+	s, err := sqlite.Open(context.Background(), sqlite.DefaultPath(dir), sqlite.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	stopped, expired := now.Add(-time.Hour), now.Add(-10*time.Second)
+	st := &state.RunState{ID: "run_wait", Status: state.StatusWaitingApproval, Task: "task",
+		Config:    state.Config{SourceFile: "a.nx", SourceHash: prog.Hash, Agent: "A", WorkDir: dir, Driver: state.DriverWorker},
+		CreatedAt: stopped, UpdatedAt: stopped,
+		Messages: []state.Message{{Seq: 0, Role: state.RoleUser, Content: "task"},
+			{Seq: 1, Role: state.RoleAssistant, ToolCalls: []state.ToolCall{{ID: "call_1", Name: "t", Arguments: "{}"}}}},
+		Journal: []state.JournalEntry{{CallID: "call_1", Tool: "t", Turn: 1, Arguments: []byte("{}"), Valid: true,
+			Stage: state.StageNotStarted, NeedsApproval: true, ExpiresAt: &expired, CreatedAt: stopped}},
+	}
+	if err := s.Create(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	rec := &waitRecorder{recorder: recorder{finished: map[string]state.Status{}, done: make(chan struct{}), want: 1}, waited: map[string]time.Duration{}}
+	env := session.Env{Getenv: os.Getenv, Environ: os.Environ}
+	w, err := worker.New(worker.Options{Store: s, Env: env, Dir: dir, Programs: []worker.Program{{File: "a.nx", Program: prog}},
+		PollInterval: 10 * time.Millisecond, Now: clock, Telemetry: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(context.Background(), drain) }()
+	<-rec.done
+	close(drain)
+	if err := <-errc; err != nil {
+		t.Fatalf("Run after drain: %v", err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if got := rec.waited["run_wait"]; got != 10*time.Second {
+		t.Fatalf("claim of the expired wait reported as waiting %v, want 10s (since the expiry)", got)
+	}
+	// The run records no provider choice, so this worker cannot set it
+	// up: it is saved failed with the reason, as a runnable run would be,
+	// not left claimable for the next poll to take again.
+	got, err := engine.Show(context.Background(), s, "run_wait")
+	if err != nil || got.Status != state.StatusFailed || got.Error == nil || !strings.Contains(got.Error.Message, "provider choice") {
+		t.Fatalf("the run after the worker gave up: %v, status %s, error %+v; want failed naming the provider choice", err, got.Status, got.Error)
+	}
+}

@@ -57,7 +57,14 @@ func (s *Store) wake(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-// Claim takes the lease of the oldest runnable run of an offered program
+// claimable is the condition "a worker may take the run": runnable, or
+// waiting for a decision whose wait has run out by the database clock
+// (wake_at, state.WakeAt), which the resume records as expired. Each term
+// reads its own partial index. No notification is sent when a wait runs
+// out (nothing commits then): the workers' polls find such runs.
+const claimable = `(runnable OR wake_at <= now())`
+
+// Claim takes the lease of the oldest claimable run of an offered program
 // whose agent is not skipped and that no live lease holds (a dead
 // holder's lease has expired by the database clock), in one transaction:
 // the candidate row is locked with FOR UPDATE SKIP LOCKED, so two
@@ -84,12 +91,12 @@ func (s *Store) Claim(ctx context.Context, req state.ClaimRequest) (string, *sta
 		l = &state.Lease{Owner: req.Owner, TTL: req.TTL}
 		err := tx.QueryRow(ctx, `WITH c AS (
 				SELECT id FROM nexa_runs
-				WHERE runnable AND source_hash = ANY($1) AND NOT (agent = ANY($2)) AND NOT `+live+`
+				WHERE `+claimable+` AND source_hash = ANY($1) AND NOT (agent = ANY($2)) AND NOT `+live+`
 				ORDER BY created_at, id LIMIT 1
 				FOR UPDATE SKIP LOCKED)
 			UPDATE nexa_runs r SET lease_owner = $3, lease_epoch = r.lease_epoch + 1,
 				lease_expires = now() + $4::bigint * interval '1 microsecond'
-			FROM c WHERE r.id = c.id AND r.runnable AND NOT (r.lease_owner IS NOT NULL AND r.lease_expires > now())
+			FROM c WHERE r.id = c.id AND (r.runnable OR r.wake_at <= now()) AND NOT (r.lease_owner IS NOT NULL AND r.lease_expires > now())
 			RETURNING r.id, r.lease_epoch, r.lease_expires, r.revision`,
 			req.SourceHashes, skip, req.Owner, micros(req.TTL)).Scan(&id, &l.Epoch, &expires, &l.Revision)
 		if errors.Is(err, pgx.ErrNoRows) {

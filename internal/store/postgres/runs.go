@@ -52,6 +52,15 @@ func columns(h runrow.Header) (task, output []byte, runErr *string) {
 	return task, output, runErr
 }
 
+// wakeAt is the wake_at column of h (timestamptz), or NULL.
+func wakeAt(h runrow.Header) *time.Time {
+	if !h.HasWakeAt {
+		return nil
+	}
+	t := runrow.Time(h.WakeAt)
+	return &t
+}
+
 func micros(d time.Duration) int64 {
 	if us := d.Microseconds(); us > 0 {
 		return us
@@ -95,14 +104,14 @@ func (s *Store) Create(ctx context.Context, st *state.RunState) error {
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `INSERT INTO nexa_runs
 			(id, revision, status, agent, file, created_at, updated_at, config, task, usage, output, error,
-			 lease_owner, lease_epoch, lease_expires, source_hash, runnable)
+			 lease_owner, lease_epoch, lease_expires, source_hash, runnable, wake_at)
 			VALUES ($1, 1, $2, $3, $4, coalesce($5, `+nowNanos+`), coalesce($6, `+nowNanos+`), $7, $8, $9, $10, $11,
 			 $12::text, CASE WHEN $12::text IS NULL THEN 0 ELSE 1 END,
-			 CASE WHEN $12::text IS NULL THEN NULL ELSE now() + $13::bigint * interval '1 microsecond' END, $14, $15)
+			 CASE WHEN $12::text IS NULL THEN NULL ELSE now() + $13::bigint * interval '1 microsecond' END, $14, $15, $16)
 			ON CONFLICT (id) DO NOTHING
 			RETURNING created_at, updated_at, lease_expires`,
 			st.ID, h.Status, h.Agent, h.File, created, updated, h.Config, task, h.Usage, output, runErr,
-			owner, ttl, h.SourceHash, h.Runnable).Scan(&c, &u, &expires)
+			owner, ttl, h.SourceHash, h.Runnable, wakeAt(h)).Scan(&c, &u, &expires)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: %s", state.ErrExists, st.ID)
 		}
@@ -407,8 +416,8 @@ func (s *Store) writeRun(ctx context.Context, tx pgx.Tx, st *state.RunState, rea
 		args = []any{h.Usage}
 	} else {
 		task, output, runErr := columns(h)
-		set = `usage = $1, status = $2, agent = $3, file = $4, config = $5, task = $6, output = $7, error = $8, source_hash = $9, runnable = $10`
-		args = []any{h.Usage, h.Status, h.Agent, h.File, h.Config, task, output, runErr, h.SourceHash, h.Runnable}
+		set = `usage = $1, status = $2, agent = $3, file = $4, config = $5, task = $6, output = $7, error = $8, source_hash = $9, runnable = $10, wake_at = $11`
+		args = []any{h.Usage, h.Status, h.Agent, h.File, h.Config, task, output, runErr, h.SourceHash, h.Runnable, wakeAt(h)}
 	}
 	n := len(args)
 	args = append(args, st.ID, readRev)

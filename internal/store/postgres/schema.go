@@ -87,6 +87,28 @@ var migrations = []migration{
 			`CREATE INDEX nexa_runs_runnable ON nexa_runs (created_at, id) WHERE runnable`,
 		},
 	},
+	{
+		name: "wake-ups of expiring approvals",
+		stmts: []string{
+			// When a worker run waiting for approval becomes claimable
+			// without a decision (state.WakeAt: the earliest expiry of its
+			// pending calls), compared with the database clock; NULL when
+			// it waits for a person alone. Written with every header
+			// change beside runnable; it changes only when the pending
+			// calls do, so the saves of a driven run stay HOT. The runs
+			// already waiting get theirs from their journal.
+			`ALTER TABLE nexa_runs ADD COLUMN wake_at timestamptz`,
+			`UPDATE nexa_runs r SET wake_at = (
+				SELECT min((j.body::json->>'expires_at')::timestamptz)
+				FROM nexa_journal j
+				WHERE j.run_id = r.id AND j.body::json->>'stage' = 'not_started'
+					AND (j.body::json->>'needs_approval')::boolean
+					AND j.body::json->'decision' IS NULL
+					AND j.body::json->>'expires_at' IS NOT NULL)
+			WHERE r.status = 'waiting_approval' AND r.config::json->>'driver' = 'worker'`,
+			`CREATE INDEX nexa_runs_wake ON nexa_runs (wake_at) WHERE wake_at IS NOT NULL`,
+		},
+	},
 }
 
 // SchemaVersion is the schema version this binary writes and reads.

@@ -32,6 +32,12 @@ type Header struct {
 	// call, so the header is then written whole).
 	SourceHash string
 	Runnable   bool
+	// WakeAt is state.WakeAt of the run in Unix nanoseconds, when
+	// HasWakeAt: a claim also takes a run whose WakeAt has passed by
+	// the store's clock (an approval's wait ran out), written with
+	// every header change like Runnable.
+	WakeAt    int64
+	HasWakeAt bool
 }
 
 // Encode gives the header columns of st; output that is not valid JSON is
@@ -44,6 +50,14 @@ func Encode(st *state.RunState) (Header, error) {
 		return h, fmt.Errorf("encode config: %w", err)
 	}
 	h.Config = string(cfg)
+	if at := state.WakeAt(st); at != nil {
+		// An expiry past the storable range (a wait of centuries) is
+		// kept as no wake-up: the run waits for a decision as one
+		// without a bound does.
+		if n, err := Nanos(*at); err == nil {
+			h.WakeAt, h.HasWakeAt = n, true
+		}
+	}
 	usage, err := json.Marshal(st.Usage)
 	if err != nil {
 		return h, fmt.Errorf("encode usage: %w", err)

@@ -17,13 +17,26 @@ var _ state.Claimer = (*SQLite)(nil)
 // worker asks again at its next poll, by which time runs have moved).
 const claimBatch = 64
 
+// claimable is the condition "a worker may take the run" (its one
+// argument is the store's now in Unix nanoseconds): runnable, or waiting
+// for a decision whose wait has run out (wake_at, state.WakeAt), which the
+// resume records as expired.
+const claimable = `(runnable = 1 OR wake_at <= ?)`
+
+// candidates is claimable for the read of many rows: the two terms as a
+// union, so that each reads its own partial index (SQLite scans the whole
+// table for the OR).
+const candidates = `rowid IN (SELECT rowid FROM runs WHERE runnable = 1
+	UNION ALL SELECT rowid FROM runs WHERE wake_at <= ?)`
+
 // Claim takes the lease of the oldest runnable run of an offered program
-// (state.Claimer). On this store the run's lock file says whether a lease
-// is live, as for Acquire: candidates are read from the partial index of
-// runnable runs, free ones first, and the first whose lock file this
-// handle can lock is taken in one write transaction that checks again
-// that the run is still runnable (it may have been driven to its end
-// between the read and the lock). A dead holder's run is free at once.
+// (state.Claimer), or of a waiting one whose approval's wait has run out
+// by the store's clock. On this store the run's lock file says whether a
+// lease is live, as for Acquire: candidates are read from the partial
+// indexes of runnable runs and of wake-ups, free ones first, and the
+// first whose lock file this handle can lock is taken in one write
+// transaction that checks again that the run is still claimable (it may
+// have been driven to its end between the read and the lock). A dead holder's run is free at once.
 func (s *SQLite) Claim(ctx context.Context, req state.ClaimRequest) (string, *state.Lease, error) {
 	if req.Owner == "" || req.TTL <= 0 {
 		return "", nil, errors.New("claim a run: a lease needs an owner and a positive duration")
@@ -31,8 +44,9 @@ func (s *SQLite) Claim(ctx context.Context, req state.ClaimRequest) (string, *st
 	if len(req.SourceHashes) == 0 {
 		return "", nil, nil
 	}
-	q := `SELECT id FROM runs WHERE runnable = 1 AND source_hash IN (?` + strings.Repeat(",?", len(req.SourceHashes)-1) + `)`
-	var args []any
+	now := s.now().UTC().UnixNano()
+	q := `SELECT id FROM runs WHERE ` + candidates + ` AND source_hash IN (?` + strings.Repeat(",?", len(req.SourceHashes)-1) + `)`
+	args := []any{now}
 	for _, h := range req.SourceHashes {
 		args = append(args, h)
 	}
@@ -72,7 +86,7 @@ func (s *SQLite) Claim(ctx context.Context, req state.ClaimRequest) (string, *st
 		err = s.inTx(ctx, func(tx *sql.Tx) error {
 			l = &state.Lease{Owner: req.Owner, TTL: req.TTL, Expires: s.now().UTC().Add(req.TTL)}
 			err := tx.QueryRowContext(ctx, `UPDATE runs SET lease_owner = ?, lease_epoch = lease_epoch + 1, lease_expires = ?
-				WHERE id = ? AND runnable = 1 RETURNING lease_epoch, revision`, req.Owner, l.Expires.UnixNano(), id).Scan(&l.Epoch, &l.Revision)
+				WHERE id = ? AND `+claimable+` RETURNING lease_epoch, revision`, req.Owner, l.Expires.UnixNano(), id, s.now().UTC().UnixNano()).Scan(&l.Epoch, &l.Revision)
 			if errors.Is(err, sql.ErrNoRows) {
 				l = nil
 				return nil

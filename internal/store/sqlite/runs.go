@@ -74,11 +74,11 @@ func (s *SQLite) Create(ctx context.Context, st *state.RunState) error {
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO runs
 			(id, revision, status, agent, file, created_at, updated_at, config, task, usage, output, error,
-			 lease_owner, lease_epoch, lease_expires, source_hash, runnable)
-			VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			 lease_owner, lease_epoch, lease_expires, source_hash, runnable, wake_at)
+			VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			st.ID, h.Status, h.Agent, h.File, createdNs, updatedNs, h.Config, h.Task, h.Usage,
 			nullString(h.Output, h.HasOutput), nullString(h.Error, h.HasError),
-			owner, boolInt(lease != nil), expires, h.SourceHash, boolInt(h.Runnable))
+			owner, boolInt(lease != nil), expires, h.SourceHash, boolInt(h.Runnable), wakeAt(h))
 		if err != nil {
 			if isConstraint(err) {
 				return ErrRunExists
@@ -106,6 +106,11 @@ func (s *SQLite) Create(ctx context.Context, st *state.RunState) error {
 	st.CreatedAt = runrow.Time(createdNs)
 	st.UpdatedAt = runrow.Time(updatedNs)
 	return nil
+}
+
+// wakeAt is the wake_at column of h: its Unix nanoseconds, or NULL.
+func wakeAt(h runrow.Header) sql.NullInt64 {
+	return sql.NullInt64{Int64: h.WakeAt, Valid: h.HasWakeAt}
 }
 
 func boolInt(b bool) int {
@@ -656,7 +661,7 @@ const (
 	// caller's lease or by the absence of a live one.
 	sqlSetAll = `UPDATE runs SET
 			revision = revision + 1, updated_at = ?, usage = ?, status = ?, agent = ?, file = ?,
-			config = ?, task = ?, output = ?, error = ?, source_hash = ?, runnable = ?
+			config = ?, task = ?, output = ?, error = ?, source_hash = ?, runnable = ?, wake_at = ?
 		WHERE id = ? AND revision = ? AND `
 	sqlSetUsage = `UPDATE runs SET revision = revision + 1, updated_at = ?, usage = ?
 		WHERE id = ? AND revision = ? AND `
@@ -725,7 +730,7 @@ func (s *SQLite) writeRun(ctx context.Context, tx *sql.Tx, st *state.RunState, r
 		res, err = s.exec(ctx, tx, sqlSetUsage+fence, append([]any{now.UnixNano(), h.Usage, st.ID, readRev}, fargs...)...)
 	} else {
 		res, err = s.exec(ctx, tx, sqlSetAll+fence, append([]any{now.UnixNano(), h.Usage, h.Status, h.Agent, h.File,
-			h.Config, h.Task, nullString(h.Output, h.HasOutput), nullString(h.Error, h.HasError), h.SourceHash, boolInt(h.Runnable),
+			h.Config, h.Task, nullString(h.Output, h.HasOutput), nullString(h.Error, h.HasError), h.SourceHash, boolInt(h.Runnable), wakeAt(h),
 			st.ID, readRev}, fargs...)...)
 	}
 	if err != nil {

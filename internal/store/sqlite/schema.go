@@ -110,6 +110,29 @@ var migrations = []migration{
 			`CREATE INDEX runs_runnable ON runs (created_at, id) WHERE runnable = 1`,
 		},
 	},
+	{
+		name: "wake-ups of expiring approvals",
+		stmts: []string{
+			// When a worker run waiting for approval becomes claimable
+			// without a decision (state.WakeAt: the earliest expiry of its
+			// pending calls), Unix nanoseconds of the store's clock; NULL
+			// when it waits for a person alone. Written with every header
+			// change beside runnable. The runs already waiting get theirs
+			// from their journal, rounded up to the next millisecond (a
+			// wake-up a little late is harmless; one early, a claim that
+			// finds nothing to do).
+			`ALTER TABLE runs ADD COLUMN wake_at INTEGER`,
+			`UPDATE runs SET wake_at = (
+				SELECT (CAST(floor(min(unixepoch(json_extract(j.body, '$.expires_at'), 'subsec')) * 1000) AS INTEGER) + 1) * 1000000
+				FROM journal j
+				WHERE j.run_id = runs.id AND j.stage = 'not_started'
+					AND json_extract(j.body, '$.needs_approval') = 1
+					AND json_extract(j.body, '$.decision') IS NULL
+					AND json_extract(j.body, '$.expires_at') IS NOT NULL)
+			WHERE status = 'waiting_approval' AND json_extract(config, '$.driver') = 'worker'`,
+			`CREATE INDEX runs_wake ON runs (wake_at) WHERE wake_at IS NOT NULL`,
+		},
+	},
 }
 
 // SchemaVersion is the schema version this binary writes and reads; a store

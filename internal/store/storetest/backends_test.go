@@ -48,8 +48,9 @@ var backends = []struct {
 }
 
 // pgClock is the PostgreSQL store's clock, the database's now(). A test
-// cannot move that clock, so Advance ages every stored lease by d instead,
-// which is the same to a lease (held while its expiry is after now()).
+// cannot move that clock, so Advance ages every stored lease and wake-up
+// by d instead, which is the same to them (a lease is held while its
+// expiry is after now(), a waiting run wakes once its wake_at is not).
 type pgClock struct {
 	t   *testing.T
 	url string
@@ -81,8 +82,9 @@ func (c pgClock) Now() time.Time {
 func (c pgClock) Advance(d time.Duration) {
 	c.t.Helper()
 	c.exec(func(ctx context.Context, conn *pgx.Conn) error {
-		_, err := conn.Exec(ctx, `UPDATE nexa_runs SET lease_expires = lease_expires - $1::bigint * interval '1 microsecond'
-			WHERE lease_expires IS NOT NULL`, d.Microseconds())
+		_, err := conn.Exec(ctx, `UPDATE nexa_runs SET lease_expires = lease_expires - $1::bigint * interval '1 microsecond',
+			wake_at = wake_at - $1::bigint * interval '1 microsecond'
+			WHERE lease_expires IS NOT NULL OR wake_at IS NOT NULL`, d.Microseconds())
 		return err
 	})
 }

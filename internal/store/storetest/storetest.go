@@ -89,6 +89,7 @@ var behaviours = []behaviour{
 	{"claim: a live lease is never stolen; a dead holder's is, with a new epoch", claimLease},
 	{"claim: a run of a program not offered, of a skipped agent or not handed to workers is never claimed", claimFilters},
 	{"claim: runnable follows every save: pending calls, decisions, terminal runs", claimRunnable},
+	{"claim: a worker run whose approval's wait ran out by the store's clock is claimable; a foreground one never", claimExpired},
 }
 
 // stubRefused: a save whose delta holds a journal stub (state.DriveLoader)
@@ -829,4 +830,65 @@ func claimRunnable(t *testing.T, h *harness) {
 		t.Fatalf("Release: %v", err)
 	}
 	none("of a completed run")
+}
+
+// waiting is a worker run stopped for the approval of call_1, whose wait
+// runs out at expires (nil: it waits for a decision alone).
+func waiting(id, hash string, expires *time.Time) *state.RunState {
+	st := queued(id, hash)
+	st.Status = state.StatusWaitingApproval
+	st.Messages = append(st.Messages, state.Message{Seq: 1, Role: state.RoleAssistant, ToolCalls: []state.ToolCall{{ID: "call_1", Name: "t", Arguments: "{}"}}})
+	st.Journal = []state.JournalEntry{{CallID: "call_1", Tool: "t", Seq: 0, Turn: 1, Arguments: []byte("{}"), Valid: true,
+		Stage: state.StageNotStarted, NeedsApproval: true, ExpiresAt: expires}}
+	return st
+}
+
+// claimExpired: a call that waits for approval with a bound makes its
+// worker run claimable once the bound has passed by the store's clock,
+// with no decision recorded and no one touching the run (the resume the
+// worker makes records the expiry); before that, it is not. A run of
+// nexa agent, or one whose calls wait without a bound, is never claimed.
+func claimExpired(t *testing.T, h *harness) {
+	s := h.handle()
+	now := h.clock.Now()
+	soon, past := now.Add(10*time.Minute), now.Add(-time.Second)
+	// The oldest first: a claim that took any run with an expiry, passed
+	// or not, would take this one.
+	mustCreate(t, s, waiting("run_a_future", "sha256:p", &soon))
+	mustCreate(t, s, waiting("run_b_unbounded", "sha256:p", nil))
+	fg := waiting("run_c_foreground", "sha256:p", &past)
+	fg.Config.Driver = ""
+	mustCreate(t, s, fg)
+	mustCreate(t, s, waiting("run_d_past", "sha256:p", &past))
+	c := claimer(t, s)
+	none := func(when string) {
+		t.Helper()
+		if id, _, err := c.Claim(ctx, claimReq("w", "sha256:p")); err != nil || id != "" {
+			t.Fatalf("Claim %s: %q, %v; want nothing", when, id, err)
+		}
+	}
+
+	id, l, err := c.Claim(ctx, claimReq("w", "sha256:p"))
+	if err != nil || id != "run_d_past" {
+		t.Fatalf("Claim: %q, %v; want run_d_past, whose wait ran out", id, err)
+	}
+	// Its holder records the expiry and drives the run to its end.
+	got := mustLoad(t, s, id)
+	got.Lease = l
+	e := got.Entry("call_1")
+	e.Stage, e.Outcome, e.CompletedAt = state.StageCompleted, "expired", &past
+	got.Status = state.StatusCompleted
+	if err := s.Save(ctx, got, state.Delta{Journal: []state.JournalEntry{*e}}); err != nil {
+		t.Fatalf("holder's Save: %v", err)
+	}
+	if err := s.Release(ctx, id, l); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	none("while the other waits run on")
+
+	h.clock.Advance(11 * time.Minute)
+	if id, _, err := c.Claim(ctx, claimReq("w", "sha256:p")); err != nil || id != "run_a_future" {
+		t.Fatalf("Claim once the second wait ran out: %q, %v; want run_a_future", id, err)
+	}
+	none("of a run of nexa agent or of a wait without a bound")
 }
