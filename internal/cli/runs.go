@@ -60,7 +60,7 @@ func parseStatus(s string) (state.Status, error) {
 	}
 	st := state.Status(s)
 	if !st.Valid() {
-		return "", usageErrorf("unknown status %q: use running, waiting_approval, unknown_outcome, interrupted, failed, completed, timed_out or budget_exhausted", s)
+		return "", usageErrorf("unknown status %q: use queued, running, waiting_approval, waiting_input, unknown_outcome, interrupted, failed, completed, timed_out or budget_exhausted", s)
 	}
 	return st, nil
 }
@@ -268,12 +268,13 @@ func showView(st *state.RunState, flags string, tail *tailView) any {
 	res := resultOf(st, nil, "", flags)
 	return struct {
 		*state.RunState
-		PendingCalls []engine.PendingCall `json:"pending_calls"`
-		UnknownCalls []engine.UnknownCall `json:"unknown_calls"`
-		DeniedCalls  []engine.DeniedCall  `json:"denied_calls"`
-		Resume       map[string]string    `json:"resume,omitempty"`
-		Tail         *tailView            `json:"tail,omitempty"`
-	}{st, res.PendingCalls, res.UnknownCalls, res.DeniedCalls, res.Resume, tail}
+		PendingCalls  []engine.PendingCall  `json:"pending_calls"`
+		PendingInputs []engine.PendingInput `json:"pending_inputs"`
+		UnknownCalls  []engine.UnknownCall  `json:"unknown_calls"`
+		DeniedCalls   []engine.DeniedCall   `json:"denied_calls"`
+		Resume        map[string]string     `json:"resume,omitempty"`
+		Tail          *tailView             `json:"tail,omitempty"`
+	}{st, res.PendingCalls, res.PendingInputs, res.UnknownCalls, res.DeniedCalls, res.Resume, tail}
 }
 
 func printRun(e *env, st *state.RunState, flags string, om state.Omitted) {
