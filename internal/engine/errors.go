@@ -46,7 +46,7 @@ const (
 	// CodeInvalidResponse: an answer to a call's input request does not
 	// fit the request (a form's schema, a URL's "done").
 	CodeInvalidResponse = "invalid_response"
-	CodeMCPError    = "mcp_error"
+	CodeMCPError        = "mcp_error"
 	// CodeMCPAuthRequired: an HTTP MCP server asks for an authorization
 	// nexa cannot give in a run (no client credentials configured, or
 	// refused); nothing interactive is tried and nothing was written.
