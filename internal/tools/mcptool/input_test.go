@@ -73,3 +73,20 @@ func TestInputNotOfferedBeforeRevision(t *testing.T) {
 		t.Fatalf("outcome %+v, %v; want a failed call without input", out, err)
 	}
 }
+
+// The same round trip over stateless Streamable HTTP (2026-07-28).
+func TestInputRequestOverHTTP(t *testing.T) {
+	opts, _ := testOptions(t)
+	ts := startTaskHTTP(t, opts.WorkDir, true, false, nil, "2026-07-28")
+	s := connect(t, ts.URL, opts)
+	out, err := s.CallWith(context.Background(), "sign_up", json.RawMessage(`{"text":"web"}`), CallOptions{})
+	if err != nil || out.Input == nil || out.Input.RequestState != "v1:sign_up:web" {
+		t.Fatalf("outcome %+v, %v", out, err)
+	}
+	now := time.Now()
+	out.Input.Responses, out.Input.RespondedAt = json.RawMessage(`{"account":{"action":"accept","content":{"name":"Bo"}}}`), &now
+	out, err = s.CallWith(context.Background(), "sign_up", json.RawMessage(`{"text":"web"}`), CallOptions{Input: out.Input})
+	if err != nil || !out.Success || out.Output != "signed up Bo" {
+		t.Fatalf("retry = %+v, %v", out, err)
+	}
+}
