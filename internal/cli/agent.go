@@ -29,6 +29,7 @@ type agentFlags struct {
 	resume       string
 	approve      []string
 	deny         []string
+	respond      []string
 	reason       string
 	store        string
 	provider     string
@@ -56,12 +57,15 @@ type agentFlags struct {
 	// stream renders the run's events on stdout with --output jsonl
 	// (nil otherwise); it is closed before the final object is printed.
 	stream *jsonlStream
+	// responses are the answers of --respond, read and paired with
+	// their calls.
+	responses []engine.Response
 }
 
 func newAgentCmd(e *env) *cobra.Command {
 	var f agentFlags
 	cmd := &cobra.Command{
-		Use:   "agent FILE AGENT \"TASK\"|-|@FILE | agent --resume RUN_ID|last [--approve CALL_ID]... [--deny CALL_ID]...",
+		Use:   "agent FILE AGENT \"TASK\"|-|@FILE | agent --resume RUN_ID|last [--approve CALL_ID]... [--deny CALL_ID]... [--respond CALL_ID JSON|@FILE|done]...",
 		Short: "Start or resume a durable run of an agent",
 		Long: `Start a run of AGENT from FILE with TASK, or continue a run with --resume.
 TASK may be - (read standard input) or @FILE (read the file, at most 1 MiB);
@@ -71,6 +75,10 @@ A run is saved after every step in the store (.nexa/runs.sqlite3 by default, or 
 PostgreSQL database named by a postgres:// URL).
 Tool calls that need approval stop the run with status waiting_approval (exit
 3); continue it with --resume RUN_ID and one --approve or --deny per call.
+A call whose MCP server asks for input first stops the run with status
+waiting_input (exit 3); answer it with --resume RUN_ID --respond CALL_ID and
+the form's content as JSON (or @FILE), or done once a URL request was
+completed in a browser (nexa never opens it), or decline.
 Standard output carries exactly one JSON object describing the run; progress
 goes to standard error.
 
@@ -79,12 +87,14 @@ a nexa worker with the program continues it (docs/worker.md). --resume RUN
 --detach hands a stored run over to the workers the same way.
 
 Exit codes: 0 completed (or queued with --detach), 1 failed, 2 usage or input error (nothing written),
-3 waiting_approval, 4 unknown_outcome, 5 timed_out, 6 budget_exhausted,
+3 waiting_approval or waiting_input, 4 unknown_outcome, 5 timed_out, 6 budget_exhausted,
 7 checkpoint conflict, 130 interrupted.`,
 		Example: `  nexa agent review.nx Reviewer "Review the supplied change" --timeout 900
   nexa agent --resume run_01J… --approve call_1
   nexa agent --resume run_01J… --deny call_1 --reason "wrong file"
-  nexa agent --resume last --approve call_1`,
+  nexa agent --resume last --approve call_1
+  nexa agent --resume run_01J… --respond call_2 '{"name": "Ada"}'
+  nexa agent --resume run_01J… --respond call_3 done`,
 		// The number of arguments is checked by runAgent, so that a
 		// wrong count gets the JSON object like every other usage error.
 		Args: cobra.ArbitraryArgs,
@@ -97,6 +107,7 @@ Exit codes: 0 completed (or queued with --detach), 1 failed, 2 usage or input er
 	fl.StringVar(&f.resume, "resume", "", "continue the run `RUN_ID` instead of starting one")
 	fl.StringArrayVar(&f.approve, "approve", nil, "approve the pending call `CALL_ID` (repeatable; needs --resume)")
 	fl.StringArrayVar(&f.deny, "deny", nil, "deny the pending call `CALL_ID` (repeatable; needs --resume)")
+	fl.StringArrayVar(&f.respond, "respond", nil, "answer the input request of call `CALL_ID`, followed by the answer: JSON, @FILE, done (a URL request), decline or cancel (repeatable; needs --resume)")
 	fl.StringVar(&f.reason, "reason", "", "reason sent to the model with a denial")
 	fl.StringVar(&f.store, "store", "", "run store: a SQLite file `PATH` or a postgres:// URL (default .nexa/runs.sqlite3, or NEXA_STORE)")
 	fl.StringVar(&f.provider, "provider", "", "model provider: openai, anthropic or script:PATH (or NEXA_PROVIDER)")
@@ -170,6 +181,17 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 	hasTask := len(args) == 3
 	if (len(f.approve) > 0 || len(f.deny) > 0) && f.resume == "" {
 		return agentUsageError(e, f, "--approve and --deny record decisions on an existing run: add --resume RUN_ID")
+	}
+	if len(f.respond) > 0 && f.resume == "" {
+		return agentUsageError(e, f, "--respond answers a call of an existing run: add --resume RUN_ID")
+	}
+	for _, v := range f.respond {
+		r, err := readResponse(e, v)
+		if err != nil {
+			return agentUsageError(e, f, err.Error())
+		}
+		r.By = decider(e)
+		f.responses = append(f.responses, r)
 	}
 	if f.reason != "" && len(f.deny) == 0 && len(f.approve) == 0 {
 		return agentUsageError(e, f, "--reason travels with a decision: add --deny CALL_ID (or --approve CALL_ID)")
@@ -345,7 +367,7 @@ func runAgent(e *env, c *cobra.Command, f *agentFlags, args []string) error {
 		// Handed over, not driven: the decisions given are recorded and
 		// a worker with the run's program continues it.
 		o := resumeOptions(c, f, prog, agentName, sess.Identity(), wd, timeout, nil, decider(e))
-		run, err := engine.HandOver(context.Background(), st, f.resume, o.Decisions, engine.DecideOptions{})
+		run, err := engine.HandOver(context.Background(), st, f.resume, o.Decisions, engine.DecideOptions{Responses: o.Responses, Redact: sess.Redact})
 		display.close()
 		return finishAgent(e, c, f, run, nil, file, err, sess, st)
 	}
@@ -416,7 +438,7 @@ func resumeOptions(c *cobra.Command, f *agentFlags, prog *ir.Program, agentName 
 	for _, id := range f.deny {
 		ds = append(ds, engine.Decision{CallID: id, Approve: false, Reason: f.reason, By: by})
 	}
-	return engine.ResumeOptions{RunID: f.resume, Request: req, TimeoutGiven: timeout > 0, Decisions: ds}
+	return engine.ResumeOptions{RunID: f.resume, Request: req, TimeoutGiven: timeout > 0, Decisions: ds, Responses: f.responses}
 }
 
 // finishAgent prints the result object and picks the exit code.

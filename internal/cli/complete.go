@@ -42,6 +42,7 @@ var statusHelp = []string{
 	string(state.StatusQueued) + "\tsubmitted for a worker, not started",
 	string(state.StatusRunning) + "\ta process is driving it",
 	string(state.StatusWaitingApproval) + "\ta tool call waits for a decision",
+	string(state.StatusWaitingInput) + "\ta tool call waits for an answer to its MCP server's input request",
 	string(state.StatusUnknownOutcome) + "\ta call started but its result was never saved",
 	string(state.StatusInterrupted) + "\tstopped by a signal; resumable",
 	string(state.StatusFailed) + "\tstopped by an error",

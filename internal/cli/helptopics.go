@@ -52,7 +52,8 @@ const exitCodesHelp = `Exit codes of nexa (docs/reference/cli.md#exit-codes).
     2    usage or input error: flags, compile error, unknown run or call,
          a resume check, a refused decision, an MCP server that requires
          an authorization nexa cannot give; nothing was written
-    3    waiting_approval
+    3    waiting_approval or waiting_input: the run waits for a person's
+         decision, or for an answer to an MCP server's input request
     4    unknown_outcome
     5    timed_out
     6    budget_exhausted
@@ -62,7 +63,7 @@ const exitCodesHelp = `Exit codes of nexa (docs/reference/cli.md#exit-codes).
 
 Codes 3 to 6 and 130 come from nexa agent: the status of the run. A
 terminal run given to --resume exits with its status's code. The other
-commands exit 0, 1 or 2, and runs approve and resolve also 7.`
+commands exit 0, 1 or 2, and runs approve, respond and resolve also 7.`
 
 const environmentHelp = `Environment variables nexa reads (docs/reference/cli.md#environment).
 
@@ -110,12 +111,14 @@ codes are stable; messages are for people and may change.
 
 nexa agent prints exactly one object on stdout, whatever happened: run_id
 (null when no run was created), status, agent, revision, source_hash,
-output, pending_calls, unknown_calls, denied_calls, usage, deadline,
-error, warnings and, while the run can continue, resume: the exact
-commands that approve, deny, resolve or resume it.
+output, pending_calls, pending_inputs, unknown_calls, denied_calls,
+usage, deadline, error, warnings and, while the run can continue, resume:
+the exact commands that approve, deny, answer, resolve or resume it.
+pending_inputs are the calls whose MCP server asked for input: per call,
+its requests, each a form (its JSON Schema) or a URL and its domain.
 
-nexa runs show --json prints the whole run; runs approve --json and runs
-resolve --json print it after the change. runs list --json prints
+nexa runs show --json prints the whole run; runs approve --json, runs
+respond --json and runs resolve --json print it after the change. runs list --json prints
 {"runs": [...], "next": CURSOR or null}.
 
 Every --json command that fails prints {"error": {"code", "message"}} on
@@ -137,10 +140,14 @@ exit code:
     tools_changed
     workdir_changed
     not_waiting          2    a decision for a run not waiting for one
-    not_pending          2    a decision for a call that is not pending
+    not_pending          2    a decision for a call that is not pending,
+                              an answer for one that waits for no input
     unknown_call         2    a decision for a call the run does not have
     not_started          2    a resolution for a call that is not started
     invalid_edit         2    edited arguments fail the checks
+    invalid_response     2    an answer does not fit the input request (a
+                              form's schema, done for a URL); nothing
+                              was written
     tool_name_clash      2    two tools of an agent share a name
     export_invalid       2    runs import and export refusals
     run_exists

@@ -77,6 +77,11 @@ func (j *jsonlStream) observe(ev engine.Event) {
 		l.Type = runevents.CallDecided
 		l.CallID, l.Tool, l.Decision = ev.CallID, ev.Tool, ev.Decision
 		l.DecidedBy, l.Reason = j.text(ev.By), j.text(ev.Reason)
+	case engine.EventCallInputRequired:
+		l = runevents.InputRequested(j.redact, ev.RunID, ev.CallID, ev.Tool, ev.Input)
+	case engine.EventCallResponded:
+		l.Type = runevents.CallResponded
+		l.CallID, l.Tool, l.RespondedBy = ev.CallID, ev.Tool, j.text(ev.By)
 	case engine.EventRunStopped:
 		l.Type = runevents.RunFinished
 		l.Status = string(ev.Status)

@@ -24,7 +24,7 @@ func eventSchemas(t *testing.T) map[string]*schemacheck.Schema {
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile("(?s)\n## `([a-z.]+)`\n.*?```json\n(.*?)```")
+	re := regexp.MustCompile("(?s)\n## `([a-z._]+)`\n.*?```json\n(.*?)```")
 	out := map[string]*schemacheck.Schema{}
 	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
 		s, err := schemacheck.Compile([]byte(m[2]))
@@ -93,7 +93,11 @@ func TestJSONLEventsMatchTheirSchemas(t *testing.T) {
 		{Kind: engine.EventToolDone, RunID: id, CallID: "call_5", Tool: "deploy", Outcome: "unknown", Duration: time.Minute, Err: errors.New("timed out")},
 		{Kind: engine.EventCallPending, RunID: id, CallID: "call_6", Tool: "deploy", Arguments: json.RawMessage(`{"token":"sk-secret","env":"prod"}`), Risk: "high", ExpiresAt: &expires},
 		{Kind: engine.EventCallPending, RunID: id, CallID: "call_7", Tool: "deploy", Arguments: json.RawMessage(`{}`)},
-		{Kind: engine.EventRunStopped, RunID: id, Status: state.StatusWaitingApproval},
+		{Kind: engine.EventCallInputRequired, RunID: id, CallID: "call_8", Tool: "sign_up", Input: &state.InputRound{Server: "stdio:accounts", Requests: []state.InputRequest{
+			{Key: "account", Mode: state.InputForm, Message: "Which account?", Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)},
+			{Key: "consent", Mode: state.InputURL, Message: "Grant access.", URL: "https://consent.example.test/x", Domain: "consent.example.test"}}}},
+		{Kind: engine.EventCallResponded, RunID: id, CallID: "call_8", Tool: "sign_up", By: "ana"},
+		{Kind: engine.EventRunStopped, RunID: id, Status: state.StatusWaitingInput},
 	} {
 		j.observe(ev)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/nexa-run/nexa/internal/engine"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 // isTerminal reports whether w is a terminal (only *os.File can be), looking
@@ -277,6 +278,16 @@ func (p *progressPrinter) observe(ev engine.Event) {
 		if p.live {
 			p.showRunning()
 		}
+	case engine.EventCallInputRequired:
+		p.stopSpinner()
+		p.line(fmt.Sprintf("%s tool %s (%s): its MCP server asks for input", p.sprint(color.FgYellow, "?"), ev.Tool, ev.CallID))
+		if ev.Input != nil {
+			for _, r := range ev.Input.Requests {
+				p.line("  " + inputLine(r))
+			}
+		}
+	case engine.EventCallResponded:
+		p.line(fmt.Sprintf("answered: input of call %s (%s) by %s", ev.CallID, ev.Tool, ev.By))
 	case engine.EventRunStopped:
 		p.running = nil
 		p.stopSpinner()
@@ -295,7 +306,7 @@ func statusColor(s string) color.Attribute {
 	switch s {
 	case "completed":
 		return color.FgGreen
-	case "waiting_approval":
+	case "waiting_approval", "waiting_input":
 		return color.FgYellow
 	case "unknown_outcome":
 		return color.FgMagenta
@@ -333,6 +344,23 @@ func printNextSteps(e *env, r *runResult) {
 			fmt.Fprintf(w, "  %s  %s %s  (risk %s)\n", c.CallID, c.Tool, compactJSON(c.Arguments, 200), c.RiskLevel)
 		}
 		fmt.Fprintf(w, "\nApprove: %s\nDeny:    %s\n", r.Resume["approve"], r.Resume["deny"])
+	case "waiting_input":
+		fmt.Fprintf(w, "\n%d call(s) wait for your answer (their MCP server asks for input; nexa opens no link):\n", len(r.PendingInputs))
+		for _, c := range r.PendingInputs {
+			fmt.Fprintf(w, "  %s  %s  (MCP server %s)\n", c.CallID, c.Tool, c.Server)
+			for _, q := range c.Requests {
+				fmt.Fprintf(w, "    %s\n", pendingInputLine(q))
+			}
+		}
+		if len(r.PendingCalls) > 0 {
+			fmt.Fprintf(w, "%d call(s) also wait for your decision:\n", len(r.PendingCalls))
+			for _, c := range r.PendingCalls {
+				fmt.Fprintf(w, "  %s  %s %s  (risk %s)\n", c.CallID, c.Tool, compactJSON(c.Arguments, 200), c.RiskLevel)
+			}
+			fmt.Fprintf(w, "\nAnswer and approve: %s\nAnswer and deny:    %s\n", r.Resume["approve"], r.Resume["deny"])
+			return
+		}
+		fmt.Fprintf(w, "\nAnswer: %s\n", r.Resume["respond"])
 	case "unknown_outcome":
 		fmt.Fprintf(w, "\nThese calls started but their outcome is unknown; verify what happened, then record it:\n")
 		for i, c := range r.UnknownCalls {
@@ -358,6 +386,19 @@ func compactJSON(b []byte, max int) string {
 	return s
 }
 
+// inputLine describes one input request for a person: a form with its
+// schema, or the URL to visit and its domain (never opened by nexa).
+func inputLine(r state.InputRequest) string {
+	return pendingInputLine(engine.PendingInputRequest{Key: r.Key, Mode: r.Mode, Message: r.Message, Schema: r.Schema, URL: r.URL, Domain: r.Domain})
+}
+
+func pendingInputLine(r engine.PendingInputRequest) string {
+	if r.Mode == state.InputURL {
+		return fmt.Sprintf("%s: %q — visit %s (domain %s), then answer done", r.Key, r.Message, r.URL, r.Domain)
+	}
+	return fmt.Sprintf("%s: %q — form %s", r.Key, r.Message, compactJSON(r.Schema, 300))
+}
+
 // printTextResult is the --output text summary for people.
 func printTextResult(w io.Writer, r *runResult) {
 	if r.RunID != nil {
@@ -374,6 +415,11 @@ func printTextResult(w io.Writer, r *runResult) {
 	}
 	for _, c := range r.PendingCalls {
 		fmt.Fprintf(w, "pending: %s %s %s\n", c.CallID, c.Tool, compactJSON(c.Arguments, 500))
+	}
+	for _, c := range r.PendingInputs {
+		for _, q := range c.Requests {
+			fmt.Fprintf(w, "input:   %s %s %s\n", c.CallID, c.Tool, pendingInputLine(q))
+		}
 	}
 	for _, c := range r.UnknownCalls {
 		fmt.Fprintf(w, "unknown: %s %s %s\n", c.CallID, c.Tool, compactJSON(c.Arguments, 500))

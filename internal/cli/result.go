@@ -26,7 +26,10 @@ type runResult struct {
 	SourceHash   string               `json:"source_hash,omitempty"`
 	Output       json.RawMessage      `json:"output"`
 	PendingCalls []engine.PendingCall `json:"pending_calls"`
-	UnknownCalls []engine.UnknownCall `json:"unknown_calls"`
+	// PendingInputs are the calls whose MCP server asked for input,
+	// waiting for a person's answer (--respond).
+	PendingInputs []engine.PendingInput `json:"pending_inputs"`
+	UnknownCalls  []engine.UnknownCall  `json:"unknown_calls"`
 	// DeniedCalls are the calls the run did not execute because a person
 	// or a policy rule refused them, or their wait expired.
 	DeniedCalls []engine.DeniedCall `json:"denied_calls"`
@@ -42,7 +45,7 @@ type runResult struct {
 
 // errorResult is the object printed when no run exists (run_id null).
 func errorResult(code, msg string) *runResult {
-	return &runResult{Output: json.RawMessage("null"), PendingCalls: []engine.PendingCall{}, UnknownCalls: []engine.UnknownCall{}, DeniedCalls: []engine.DeniedCall{}, Error: &state.RunError{Code: code, Message: msg}, Warnings: []diagJSON{}}
+	return &runResult{Output: json.RawMessage("null"), PendingCalls: []engine.PendingCall{}, PendingInputs: []engine.PendingInput{}, UnknownCalls: []engine.UnknownCall{}, DeniedCalls: []engine.DeniedCall{}, Error: &state.RunError{Code: code, Message: msg}, Warnings: []diagJSON{}}
 }
 
 // withWarnings gives res the compile warnings of this command's program,
@@ -78,6 +81,7 @@ func resultOf(st *state.RunState, tool func(string) *ir.Tool, file, flags string
 		r.Output = json.RawMessage("null")
 	}
 	r.PendingCalls, r.UnknownCalls = engine.OperatorCalls(st)
+	r.PendingInputs = engine.PendingInputs(st)
 	r.DeniedCalls = engine.DeniedCalls(context.Background(), nil, st)
 	if tool != nil {
 		// The program being run is the authority on its tools; the
@@ -178,7 +182,8 @@ func exitCodeFor(s state.Status) int {
 	case state.StatusCompleted, state.StatusQueued:
 		// A queued run was submitted as asked (nexa agent --detach).
 		return ExitOK
-	case state.StatusWaitingApproval:
+	case state.StatusWaitingApproval, state.StatusWaitingInput:
+		// Both wait for a person.
 		return ExitWaitingApproval
 	case state.StatusUnknownOutcome:
 		return ExitUnknownOutcome

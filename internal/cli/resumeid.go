@@ -99,7 +99,7 @@ func fromStoredRun(e *env, c *cobra.Command, f *agentFlags, args []string) ([]st
 // has calls whose outcome is unknown.
 func lastWaitingRun(ctx context.Context, st state.Store) (string, error) {
 	var best *state.Summary
-	for _, status := range []state.Status{state.StatusWaitingApproval, state.StatusUnknownOutcome} {
+	for _, status := range []state.Status{state.StatusWaitingApproval, state.StatusWaitingInput, state.StatusUnknownOutcome} {
 		page, err := engine.ListRuns(ctx, st, state.Filter{Status: status, Limit: 1}, "")
 		if err != nil {
 			return "", err

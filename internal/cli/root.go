@@ -119,6 +119,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	// a few seconds for a collector that does not answer.
 	defer func() { _ = e.tracing.ShutdownWithin(5 * time.Second) }()
 	root := newRootCmd(e)
+	args = pairRespondArgs(args)
 	root.SetArgs(args)
 	// The completion command is added by cobra when it runs; add it now so
 	// that its unknown subcommands are refused like every other parent's.

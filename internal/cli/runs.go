@@ -28,11 +28,11 @@ func newRunsCmd(e *env) *cobra.Command {
 	var storeFlag string
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "List, inspect, approve, resolve, prune, export and import runs in the store",
+		Short: "List, inspect, approve, answer, resolve, prune, export and import runs in the store",
 		Long: `Work with the runs in the store (.nexa/runs.sqlite3, --store or NEXA_STORE).
 
 Exit codes: 0 success, 1 operational error (store unreadable), 2 usage or input
-error (unknown run or call, decision or resolution refused); nothing is
+error (unknown run or call, decision, answer or resolution refused); nothing is
 written on a refusal.`,
 	}
 	cmd.PersistentFlags().StringVar(&storeFlag, "store", "", "run store: a SQLite file `PATH` or a postgres:// URL (default .nexa/runs.sqlite3, or NEXA_STORE)")
@@ -42,7 +42,7 @@ written on a refusal.`,
 	// Hints repeat --store when it was given: the run is found there.
 	hints := func(st *state.RunState) string { return hintFlags(st, nil, storeFlag) }
 	cmd.AddCommand(newRunsListCmd(e, open), newRunsShowCmd(e, open, hints), newRunsApproveCmd(e, open, hints),
-		newRunsResolveCmd(e, open, hints), newRunsPruneCmd(e, open),
+		newRunsRespondCmd(e, open, hints), newRunsResolveCmd(e, open, hints), newRunsPruneCmd(e, open),
 		newRunsExportCmd(e, open), newRunsImportCmd(e, func() (session.Store, error) { return openWith(true) }))
 	cmd.AddCommand(newRunsWatchCmd(e, open, hints))
 	return cmd
@@ -60,7 +60,7 @@ func parseStatus(s string) (state.Status, error) {
 	}
 	st := state.Status(s)
 	if !st.Valid() {
-		return "", usageErrorf("unknown status %q: use running, waiting_approval, unknown_outcome, interrupted, failed, completed, timed_out or budget_exhausted", s)
+		return "", usageErrorf("unknown status %q: use queued, running, waiting_approval, waiting_input, unknown_outcome, interrupted, failed, completed, timed_out or budget_exhausted", s)
 	}
 	return st, nil
 }
@@ -268,12 +268,13 @@ func showView(st *state.RunState, flags string, tail *tailView) any {
 	res := resultOf(st, nil, "", flags)
 	return struct {
 		*state.RunState
-		PendingCalls []engine.PendingCall `json:"pending_calls"`
-		UnknownCalls []engine.UnknownCall `json:"unknown_calls"`
-		DeniedCalls  []engine.DeniedCall  `json:"denied_calls"`
-		Resume       map[string]string    `json:"resume,omitempty"`
-		Tail         *tailView            `json:"tail,omitempty"`
-	}{st, res.PendingCalls, res.UnknownCalls, res.DeniedCalls, res.Resume, tail}
+		PendingCalls  []engine.PendingCall  `json:"pending_calls"`
+		PendingInputs []engine.PendingInput `json:"pending_inputs"`
+		UnknownCalls  []engine.UnknownCall  `json:"unknown_calls"`
+		DeniedCalls   []engine.DeniedCall   `json:"denied_calls"`
+		Resume        map[string]string     `json:"resume,omitempty"`
+		Tail          *tailView             `json:"tail,omitempty"`
+	}{st, res.PendingCalls, res.PendingInputs, res.UnknownCalls, res.DeniedCalls, res.Resume, tail}
 }
 
 func printRun(e *env, st *state.RunState, flags string, om state.Omitted) {

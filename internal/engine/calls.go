@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // runner's maxParallel at once, see runBatch), denied ones are answered,
 // pending ones wait, started ones are unknown.
 func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step, error) {
-	var pending, unknown, ready []*state.JournalEntry
+	var pending, inputs, unknown, ready []*state.JournalEntry
 	for _, e := range open {
 		t := d.r.exposed[e.Tool]
 		if e.Stage == state.StageNotStarted && (e.Decision == nil || *e.Decision) {
@@ -49,6 +50,11 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 			}
 			// An idempotent tool cut off before its result was
 			// saved runs again with the same idempotency key.
+		case e.AwaitingInput():
+			// Its server asked for input nobody gave yet: nothing is
+			// sent until a person answers.
+			inputs = append(inputs, e)
+			continue
 		case e.Pending():
 			pending = append(pending, e)
 			continue
@@ -75,6 +81,11 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 		return stepStop, err
 	}
 	unknown = append(unknown, batchUnknown...)
+	for _, e := range ready {
+		if e.AwaitingInput() {
+			inputs = append(inputs, e)
+		}
+	}
 	if len(unknown) > 0 {
 		if d.deadlinePassed() {
 			return d.timedOut(ctx, state.Delta{})
@@ -92,17 +103,28 @@ func (d *driver) runCalls(ctx context.Context, open []*state.JournalEntry) (step
 	if end != nil {
 		return end()
 	}
-	if len(pending) > 0 {
-		waiting := make([]Event, len(pending))
-		for i, e := range pending {
+	if len(pending) > 0 || len(inputs) > 0 {
+		waiting := make([]Event, 0, len(pending)+len(inputs))
+		for _, e := range pending {
 			risk := e.Risk
 			if t := d.r.exposed[e.Tool]; t != nil && risk == "" {
 				risk = t.Risk
 			}
-			waiting[i] = Event{Kind: EventCallPending, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool,
-				Arguments: e.Arguments, Risk: risk, ExpiresAt: e.ExpiresAt}
+			waiting = append(waiting, Event{Kind: EventCallPending, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool,
+				Arguments: e.Arguments, Risk: risk, ExpiresAt: e.ExpiresAt})
 		}
-		return d.finish(ctx, state.StatusWaitingApproval, nil, state.Delta{}, waiting...)
+		sort.Slice(inputs, func(i, j int) bool { return inputs[i].Seq < inputs[j].Seq })
+		for _, e := range inputs {
+			waiting = append(waiting, inputEvent(d.st.ID, e))
+		}
+		// A call that waits for input makes the run wait for input,
+		// even when others of the reply wait for a decision: both are
+		// answered on the same resume.
+		status := state.StatusWaitingApproval
+		if len(inputs) > 0 {
+			status = state.StatusWaitingInput
+		}
+		return d.finish(ctx, status, nil, state.Delta{}, waiting...)
 	}
 	if err := d.flushHeld(ctx); err != nil {
 		return stepStop, err
@@ -299,11 +321,12 @@ func (d *driver) prepare(ctx context.Context, e *state.JournalEntry, t *ir.Tool)
 		return false, func() (step, error) { return d.timedOut(ctx, state.Delta{}) }, nil
 	}
 	b := d.st.Config.Budgets
+	retry := len(e.Inputs) > 0 // counted when it was first sent
 	if b.MaxTokens > 0 && d.st.Usage.TotalTokens > b.MaxTokens {
 		why := fmt.Sprintf("the run used %d tokens (--max-tokens %d); call %s was not executed", d.st.Usage.TotalTokens, b.MaxTokens, e.CallID)
 		return false, func() (step, error) { return d.exhausted(ctx, why) }, nil
 	}
-	if b.MaxToolCalls > 0 && d.st.Usage.ToolCalls >= b.MaxToolCalls {
+	if b.MaxToolCalls > 0 && d.st.Usage.ToolCalls >= b.MaxToolCalls && !retry {
 		why := fmt.Sprintf("the run executed %d tool calls (--max-tool-calls %d); call %s was not executed", d.st.Usage.ToolCalls, b.MaxToolCalls, e.CallID)
 		return false, func() (step, error) { return d.exhausted(ctx, why) }, nil
 	}
@@ -356,7 +379,10 @@ func (d *driver) markStarted(e *state.JournalEntry, t *ir.Tool) {
 	// Known before the call: a sandboxed tool runs isolated or not at all.
 	e.Sandboxed = t.Sandbox && t.Body.Kind == ir.BodyPython
 	e.Attempts++
-	d.st.Usage.ToolCalls++
+	if len(e.Inputs) == 0 {
+		// The retry of a call that asked for input is the same call.
+		d.st.Usage.ToolCalls++
+	}
 	if d.st.Status != state.StatusRunning {
 		d.st.Status = state.StatusRunning
 		d.st.Error = nil
@@ -394,6 +420,7 @@ func (d *driver) launch(ctx context.Context, e *state.JournalEntry, t *ir.Tool, 
 		DeadlineBound: deadlineBound,
 		DeadlineIn:    d.deadlineIn(),
 		Stop:          d.r.stop,
+		Input:         retryInput(e),
 	}
 	if d.toolOut != nil {
 		inv.Log = d.toolOut
@@ -439,6 +466,11 @@ func (d *driver) callEnded(ctx context.Context, c callEnd, elapsed time.Duration
 		out.Output = editNote(e) + out.Output
 	}
 	switch {
+	case err == nil && out.Input != nil:
+		// Its server asked for input: journaled in the drive's next
+		// write, and the call waits for a person's answer.
+		d.askInput(e, out.Input)
+		return false, nil
 	case err == nil:
 		outcome := "ok"
 		if !out.Success {

@@ -43,7 +43,9 @@ func ApplyDecisions(st *state.RunState, ds []Decision, check EditChecker) (state
 		}
 		seen[d.CallID] = true
 	}
-	if st.Status != state.StatusWaitingApproval {
+	if st.Status != state.StatusWaitingApproval && st.Status != state.StatusWaitingInput {
+		// A run that waits for input may also wait for decisions on
+		// other calls of the same reply.
 		return state.Delta{}, refuse(CodeNotWaiting, "run %s is %s, not waiting for approval; no decision was recorded", st.ID, st.Status)
 	}
 	for _, d := range ds {

@@ -43,7 +43,10 @@ const (
 	// be read or is not a valid policy; nothing was run.
 	CodePolicy      = "policy_error"
 	CodeInvalidEdit = "invalid_edit"
-	CodeMCPError    = "mcp_error"
+	// CodeInvalidResponse: an answer to a call's input request does not
+	// fit the request (a form's schema, a URL's "done").
+	CodeInvalidResponse = "invalid_response"
+	CodeMCPError        = "mcp_error"
 	// CodeMCPAuthRequired: an HTTP MCP server asks for an authorization
 	// nexa cannot give in a run (no client credentials configured, or
 	// refused); nothing interactive is tried and nothing was written.

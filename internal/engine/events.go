@@ -27,6 +27,13 @@ const (
 	// EventCallDecided reports a decision recorded on a call: a person's
 	// (--approve/--deny of a resume), a policy rule's, or an expiry.
 	EventCallDecided
+	// EventCallInputRequired reports a call whose MCP server asked for
+	// input before it would complete it, once the run has stopped
+	// waiting for the answer (saved as waiting_input).
+	EventCallInputRequired
+	// EventCallResponded reports a person's answer recorded on a call
+	// that waited for input (--respond of a resume).
+	EventCallResponded
 )
 
 // Event is one step of a run as a person watching it would want to see it.
@@ -57,4 +64,7 @@ type Event struct {
 	Decision string
 	By       string
 	Reason   string
+	// Input is the call's input round (EventCallInputRequired: what the
+	// server asks; EventCallResponded: with the answer recorded).
+	Input *state.InputRound
 }

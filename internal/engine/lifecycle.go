@@ -144,6 +144,9 @@ type ResumeOptions struct {
 	TimeoutGiven bool
 	// Decisions are recorded before the run continues.
 	Decisions []Decision
+	// Responses answer calls that wait for input (--respond); they are
+	// checked and recorded with the decisions, before the run continues.
+	Responses []Response
 	// Preloaded, when not nil, is the run read ahead (Preload): Resume
 	// uses it if the run has not changed since, instead of reading it
 	// again once it holds the lease.
@@ -258,8 +261,8 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 		}
 	}
 	if run.Status.Terminal() {
-		if len(o.Decisions) > 0 {
-			return run, &Error{Code: CodeNotWaiting, Refusal: true, Message: fmt.Sprintf("run %s is %s; there is nothing to decide", run.ID, run.Status)}
+		if len(o.Decisions) > 0 || len(o.Responses) > 0 {
+			return run, &Error{Code: CodeNotWaiting, Refusal: true, Message: fmt.Sprintf("run %s is %s; there is nothing to decide or answer", run.ID, run.Status)}
 		}
 		return run, nil
 	}
@@ -283,6 +286,19 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 	for i := range expired {
 		decided = append(decided, decidedEvent(run.ID, &expired[i]))
 	}
+	// Answers to input requests are checked before any decision is
+	// applied, so a refusal of either leaves the run as loaded.
+	rs := make([]Response, len(o.Responses))
+	for i, resp := range o.Responses {
+		if resp.At.IsZero() {
+			resp.At = now
+		}
+		rs[i] = resp
+	}
+	wire, err := checkResponses(run, rs, r.redact)
+	if err != nil {
+		return run, err
+	}
 	if len(o.Decisions) > 0 {
 		ds := stamp(o.Decisions, now)
 		delta, err := ApplyDecisions(run, ds, r)
@@ -293,6 +309,11 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 		for i := range delta.Journal {
 			decided = append(decided, decidedEvent(run.ID, &delta.Journal[i]))
 		}
+	}
+	if len(rs) > 0 {
+		delta, evs := applyResponses(run, rs, wire)
+		changed = append(changed, delta.Journal...)
+		decided = append(decided, evs...)
 	}
 	if len(changed) > 0 {
 		// The run continues at once, so this save does not stop it: it
@@ -333,6 +354,10 @@ type DecideOptions struct {
 	Check func(*state.RunState) (EditChecker, error)
 	// Now is the time of the decisions; time.Now when zero.
 	Now time.Time
+	// Responses answer calls that wait for input, recorded with the
+	// decisions (HandOver); Redact replaces secret values in them.
+	Responses []Response
+	Redact    func(string) string
 }
 
 // DecideWith is DecideAtRevision for decisions that may carry edited
@@ -376,17 +401,32 @@ func HandOver(ctx context.Context, s state.Store, runID string, ds []Decision, o
 			return state.Delta{}, &Error{Code: CodeNotWaiting, Refusal: true, Message: fmt.Sprintf("run %s is %s; there is nothing left for a worker to do", st.ID, st.Status)}
 		}
 		var d state.Delta
-		if len(ds) > 0 {
-			now := o.Now
-			if now.IsZero() {
-				now = time.Now()
+		now := o.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		rs := make([]Response, len(o.Responses))
+		for i, resp := range o.Responses {
+			if resp.At.IsZero() {
+				resp.At = now
 			}
+			rs[i] = resp
+		}
+		wire, err := checkResponses(st, rs, o.Redact)
+		if err != nil {
+			return d, err
+		}
+		if len(ds) > 0 {
 			expired := ExpireApprovals(st, now)
 			var err error
 			if d, err = ApplyDecisions(st, stamp(ds, now), nil); err != nil {
 				return d, err
 			}
 			d.Journal = lastOfEach(append(expired, d.Journal...))
+		}
+		if len(rs) > 0 {
+			answered, _ := applyResponses(st, rs, wire)
+			d.Journal = lastOfEach(append(d.Journal, answered.Journal...))
 		}
 		st.Config.Driver = state.DriverWorker
 		return d, nil

@@ -523,6 +523,10 @@ func (d *driver) save(ctx context.Context, delta state.Delta) error {
 	held := d.held
 	d.held = nil
 	for _, h := range held {
+		if h.entry.AwaitingInput() {
+			failpoint.Hit("after-input-saved")
+			continue
+		}
 		failpoint.Hit("after-result-saved")
 		if !h.silent {
 			d.r.observe(h.done)

@@ -32,6 +32,26 @@ func Commands(st *state.RunState, file, flags string, pending []engine.PendingCa
 		}
 		cmds["approve"] = approve.String()
 		cmds["deny"] = deny.String()
+	case state.StatusWaitingInput:
+		var respond strings.Builder
+		respond.WriteString(base)
+		for _, in := range engine.PendingInputs(st) {
+			respond.WriteString(" --respond " + in.CallID + " " + answerHint(in))
+		}
+		cmds["respond"] = respond.String()
+		if len(pending) > 0 {
+			// Other calls of the reply wait for decisions: given on
+			// the same resume.
+			var approve, deny strings.Builder
+			approve.WriteString(cmds["respond"])
+			deny.WriteString(cmds["respond"])
+			for _, p := range pending {
+				approve.WriteString(" --approve " + p.CallID)
+				deny.WriteString(" --deny " + p.CallID)
+			}
+			cmds["approve"] = approve.String()
+			cmds["deny"] = deny.String()
+		}
 	case state.StatusUnknownOutcome:
 		for i, u := range unknown {
 			key := "resolve"
@@ -45,6 +65,18 @@ func Commands(st *state.RunState, file, flags string, pending []engine.PendingCa
 		cmds["resume"] = base
 	}
 	return cmds
+}
+
+// answerHint is the answer a command shows for a call waiting for input:
+// done when every request is a URL the person visits, else a form's JSON
+// to fill in.
+func answerHint(in engine.PendingInput) string {
+	for _, r := range in.Requests {
+		if r.Mode != state.InputURL {
+			return "'{…}'"
+		}
+	}
+	return "done"
 }
 
 // Resumable reports whether resuming st could do anything: not for a

@@ -25,7 +25,11 @@ const (
 	ToolCompleted = "tool.completed"
 	CallPending   = "call.pending"
 	CallDecided   = "call.decided"
-	RunFinished   = "run.finished"
+	// CallInputRequired: a call's MCP server asked for input before it
+	// would complete it; CallResponded: a person's answer was recorded.
+	CallInputRequired = "call.input_required"
+	CallResponded     = "call.responded"
+	RunFinished       = "run.finished"
 )
 
 // TimeLayout is how an event writes a time: RFC 3339 in UTC, always with
@@ -62,8 +66,47 @@ type Event struct {
 	DelayMS    *int64          `json:"delay_ms,omitempty"`
 	Status     string          `json:"status,omitempty"`
 	Error      string          `json:"error,omitempty"`
+	// Server and Requests describe an input request
+	// (call.input_required); RespondedBy names who answered it
+	// (call.responded). The answer itself is in the store only.
+	Server      string         `json:"server,omitempty"`
+	Requests    []InputRequest `json:"requests,omitempty"`
+	RespondedBy string         `json:"responded_by,omitempty"`
 	// URL is the run's page in nexa serve's inbox; only webhooks set it.
 	URL string `json:"url,omitempty"`
+}
+
+// InputRequest is one request of call.input_required: a form (its JSON
+// Schema) or a URL for a person to visit, with its domain.
+type InputRequest struct {
+	Key     string          `json:"key"`
+	Mode    string          `json:"mode"`
+	Message string          `json:"message"`
+	Schema  json.RawMessage `json:"schema,omitempty"`
+	URL     string          `json:"url,omitempty"`
+	Domain  string          `json:"domain,omitempty"`
+}
+
+// InputRequested is the call.input_required event of a call (callID,
+// tool) whose server asked in (redact replaces secret values in what is
+// shown; nil replaces none). Time is left for the caller.
+func InputRequested(redact func(string) string, runID, callID, tool string, in *state.InputRound) Event {
+	if redact == nil {
+		redact = func(s string) string { return s }
+	}
+	ev := Event{Type: CallInputRequired, RunID: runID, CallID: callID, Tool: tool, Requests: []InputRequest{}}
+	if in == nil {
+		return ev
+	}
+	ev.Server = redact(in.Server)
+	for _, r := range in.Requests {
+		q := InputRequest{Key: r.Key, Mode: r.Mode, Message: redact(r.Message), URL: redact(r.URL), Domain: r.Domain}
+		if len(r.Schema) > 0 {
+			q.Schema = Arguments(redact, r.Schema)
+		}
+		ev.Requests = append(ev.Requests, q)
+	}
+	return ev
 }
 
 // Usage is the tokens of one model reply (the cached and cache-writing

@@ -42,6 +42,8 @@ type Follower struct {
 // seenCall is what a Follower has reported of one call.
 type seenCall struct {
 	pending, decided, started, completed bool
+	// asked and answered count the input rounds reported.
+	asked, answered int
 }
 
 // timed is an event with the time it happened, for ordering a read's
@@ -72,10 +74,14 @@ func Begin(st *state.RunState, om state.Omitted, redact func(string) string) (*F
 		if e.Stage == state.StageCompleted {
 			continue // done before the follow began
 		}
-		seen := seenCall{decided: e.Decision != nil}
+		seen := seenCall{decided: e.Decision != nil, asked: len(e.Inputs), answered: len(e.Inputs)}
 		if needsPerson(e) && e.Decision == nil {
 			evs = append(evs, f.pending(st.ID, e))
 			seen.pending = true
+		}
+		if e.AwaitingInput() {
+			evs = append(evs, f.inputRequired(st.ID, e, e.Inputs[len(e.Inputs)-1]))
+			seen.answered--
 		}
 		if e.Stage == state.StageStarted {
 			evs = append(evs, f.started(st.ID, e))
@@ -182,6 +188,13 @@ func (f *Follower) step(out []timed, runID string, prev seenCall, e state.Journa
 		out = append(out, f.started(runID, e))
 		prev.started = true
 	}
+	for ; prev.asked < len(e.Inputs); prev.asked++ {
+		out = append(out, f.inputRequired(runID, e, e.Inputs[prev.asked]))
+	}
+	for ; prev.answered < len(e.Inputs) && e.Inputs[prev.answered].RespondedAt != nil; prev.answered++ {
+		in := e.Inputs[prev.answered]
+		out = append(out, timed{*in.RespondedAt, Event{Type: CallResponded, RunID: runID, CallID: e.CallID, Tool: e.Tool, RespondedBy: f.text(in.RespondedBy)}})
+	}
 	if !prev.completed && e.Stage == state.StageCompleted {
 		if ev, ok := f.completed(runID, e); ok {
 			out = append(out, ev)
@@ -275,6 +288,10 @@ func (f *Follower) decided(runID string, e state.JournalEntry) timed {
 		at = *e.DecidedAt
 	}
 	return timed{at, ev}
+}
+
+func (f *Follower) inputRequired(runID string, e state.JournalEntry, in state.InputRound) timed {
+	return timed{in.AskedAt, InputRequested(f.Redact, runID, e.CallID, e.Tool, &in)}
 }
 
 func (f *Follower) started(runID string, e state.JournalEntry) timed {

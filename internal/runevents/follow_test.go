@@ -22,7 +22,7 @@ func schemas(t *testing.T) map[string]*schemacheck.Schema {
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile("(?s)\n## `([a-z.]+)`\n.*?```json\n(.*?)```")
+	re := regexp.MustCompile("(?s)\n## `([a-z._]+)`\n.*?```json\n(.*?)```")
 	out := map[string]*schemacheck.Schema{}
 	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
 		s, err := schemacheck.Compile([]byte(m[2]))

@@ -50,7 +50,7 @@ func httpStatus(code string) int {
 		return http.StatusMethodNotAllowed
 	case engine.CodeCheckpointConflict, engine.CodeNotWaiting, engine.CodeNotPending:
 		return http.StatusConflict
-	case engine.CodeUsage, engine.CodeUnknownCall, engine.CodeNotStarted, engine.CodeInvalidEdit:
+	case engine.CodeUsage, engine.CodeUnknownCall, engine.CodeNotStarted, engine.CodeInvalidEdit, engine.CodeInvalidResponse:
 		return http.StatusBadRequest
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
@@ -126,7 +126,7 @@ func listFilter(r *http.Request) (state.Filter, *apiError) {
 	if st := q.Get("status"); st != "" {
 		f.Status = state.Status(st)
 		if !f.Status.Valid() {
-			return f, &apiError{Code: engine.CodeUsage, Message: fmt.Sprintf("unknown status %q: use running, waiting_approval, unknown_outcome, interrupted, failed, completed, timed_out or budget_exhausted", st)}
+			return f, &apiError{Code: engine.CodeUsage, Message: fmt.Sprintf("unknown status %q: use queued, running, waiting_approval, waiting_input, unknown_outcome, interrupted, failed, completed, timed_out or budget_exhausted", st)}
 		}
 	}
 	if l := q.Get("limit"); l != "" {
@@ -278,6 +278,60 @@ func (s *Server) apiResolve(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, map[string]any{"run": s.view(st), "executing": executing})
 }
 
+// respondRequest is the body of POST /api/runs/{id}/respond: the answer to
+// the input request of one call, as nexa runs respond takes it. Response
+// is the form's content (a JSON object; an object keyed by request when
+// the call asks for several things), or the string "done" (a URL request
+// completed elsewhere), "decline" or "cancel".
+type respondRequest struct {
+	Revision int64          `json:"revision"`
+	CallID   string         `json:"call_id"`
+	Response jsontext.Value `json:"response"`
+}
+
+func (s *Server) apiRespond(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !engine.ValidRunID(id) {
+		s.writeAPIError(w, notRunID(id))
+		return
+	}
+	var req respondRequest
+	if e := readJSON(w, r, &req); e != nil {
+		s.writeAPIError(w, *e)
+		return
+	}
+	if req.CallID == "" || len(req.Response) == 0 {
+		s.writeAPIError(w, apiError{Code: engine.CodeUsage, Message: `give "call_id" and the "response": the form's content as an object, or "done", "decline" or "cancel"`})
+		return
+	}
+	answer := string(req.Response)
+	if req.Response.Kind() == '"' {
+		var word string
+		if err := json.Unmarshal(req.Response, &word); err == nil {
+			answer = word
+		}
+	}
+	st, executing, err := s.respond(r.Context(), id, req.Revision, req.CallID, answer)
+	if err != nil {
+		s.writeAPIError(w, asAPIError(err))
+		return
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"run": s.view(st), "executing": executing})
+}
+
+// respond records an answer to a call's input request as nexa runs
+// respond does, naming who and when, and with --execute continues the run
+// once nothing is left for a person.
+func (s *Server) respond(ctx context.Context, id string, revision int64, callID, answer string) (*state.RunState, bool, error) {
+	rs := []engine.Response{{CallID: callID, Answer: answer, By: s.who(), At: s.o.Now()}}
+	st, err := engine.Respond(ctx, s.o.Store, id, revision, rs, s.o.Redact, s.o.Now())
+	if err != nil {
+		return nil, false, err
+	}
+	s.logf("input of call %s of run %s answered by %s (revision %d)", callID, id, s.who(), st.Revision)
+	return st, s.continueIfReady(st), nil
+}
+
 // resolve records an operator's verified outcome as `nexa runs resolve`
 // does, naming who, and with --execute continues the run once nothing is
 // left for a person.
@@ -318,7 +372,7 @@ func (s *Server) decide(ctx context.Context, id string, revision int64, ds []eng
 // decision and none has an unknown outcome. It reports whether it did.
 func (s *Server) continueIfReady(st *state.RunState) bool {
 	pending, unknown := engine.OperatorCalls(st)
-	if s.o.Execute == nil || len(pending) > 0 || len(unknown) > 0 || st.Status.Terminal() {
+	if s.o.Execute == nil || len(pending) > 0 || len(unknown) > 0 || len(engine.PendingInputs(st)) > 0 || st.Status.Terminal() {
 		return false
 	}
 	id, run := st.ID, *st
@@ -342,8 +396,11 @@ func (s *Server) continueIfReady(st *state.RunState) bool {
 type runView struct {
 	*state.RunState
 	PendingCalls []engine.PendingCall `json:"pending_calls"`
-	UnknownCalls []engine.UnknownCall `json:"unknown_calls"`
-	DeniedCalls  []engine.DeniedCall  `json:"denied_calls"`
+	// PendingInputs are the calls waiting for an answer to their MCP
+	// server's input request.
+	PendingInputs []engine.PendingInput `json:"pending_inputs"`
+	UnknownCalls  []engine.UnknownCall  `json:"unknown_calls"`
+	DeniedCalls   []engine.DeniedCall   `json:"denied_calls"`
 	// Resume are the commands that continue the run, as nexa runs show
 	// --json gives them (with the server's --store when it was given).
 	Resume map[string]string `json:"resume,omitempty"`
@@ -368,6 +425,7 @@ func viewOf(red func(string) string, st *state.RunState) runView {
 	r := redactRun(red, st)
 	v := runView{RunState: r}
 	v.PendingCalls, v.UnknownCalls = engine.OperatorCalls(r)
+	v.PendingInputs = engine.PendingInputs(r)
 	v.DeniedCalls = engine.DeniedCalls(context.Background(), nil, r)
 	return v
 }
@@ -396,6 +454,22 @@ func redactRun(red func(string) string, st *state.RunState) *state.RunState {
 		e.RawArgs = red(e.RawArgs)
 		e.Result = red(e.Result)
 		e.Reason = red(e.Reason)
+		if len(e.Inputs) > 0 {
+			rounds := make([]state.InputRound, len(e.Inputs))
+			for j, in := range e.Inputs {
+				reqs := make([]state.InputRequest, len(in.Requests))
+				for k, q := range in.Requests {
+					q.Message, q.URL = red(q.Message), red(q.URL)
+					q.Schema = redactRaw(red, q.Schema)
+					reqs[k] = q
+				}
+				in.Requests = reqs
+				in.Responses = redactRaw(red, in.Responses)
+				in.RequestState = red(in.RequestState)
+				rounds[j] = in
+			}
+			e.Inputs = rounds
+		}
 		c.Journal[i] = e
 	}
 	c.ProviderItems = make([]state.ProviderItem, len(st.ProviderItems))

@@ -47,7 +47,7 @@ const secretPrefix = "whsec_"
 // since the previous poll, never the whole store: completed runs pile up,
 // open ones do not.
 var openStatuses = []state.Status{
-	state.StatusRunning, state.StatusWaitingApproval, state.StatusUnknownOutcome,
+	state.StatusRunning, state.StatusWaitingApproval, state.StatusWaitingInput, state.StatusUnknownOutcome,
 	state.StatusInterrupted, state.StatusFailed,
 }
 

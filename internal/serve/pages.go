@@ -31,7 +31,7 @@ var pages = sync.OnceValue(func() *template.Template {
 
 // statusOrder puts what needs a person first in the inbox.
 var statusOrder = []state.Status{
-	state.StatusWaitingApproval, state.StatusUnknownOutcome, state.StatusInterrupted, state.StatusRunning,
+	state.StatusWaitingApproval, state.StatusWaitingInput, state.StatusUnknownOutcome, state.StatusInterrupted, state.StatusRunning,
 	state.StatusFailed, state.StatusTimedOut, state.StatusBudgetExhausted, state.StatusCompleted,
 }
 
@@ -51,11 +51,13 @@ type pageData struct {
 	Groups                                 []group
 	Run                                    *runView
 	Pending                                []pendingPage
+	Inputs                                 []inputPage
 	Executes                               bool
 	ResumeCmd                              string
 	StoreNamed                             bool   // ResumeCmd carries --store
 	decided                                string // the call just decided
 	resolved                               string // the call just resolved
+	answered                               string // the call just answered
 }
 
 func (s *Server) routes() {
@@ -64,6 +66,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /runs/{id}", s.page(s.runPage))
 	m.HandleFunc("POST /runs/{id}/decide", s.formPost(s.decideForm()))
 	m.HandleFunc("POST /runs/{id}/resolve", s.formPost(s.resolveForm()))
+	m.HandleFunc("POST /runs/{id}/respond", s.formPost(s.respondForm()))
 	m.HandleFunc("GET /login", s.loginPage)
 	m.HandleFunc("POST /login", s.login)
 	m.HandleFunc("POST /logout", s.formPost(s.logout))
@@ -71,6 +74,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/runs/{id}", s.api(s.apiShow))
 	m.HandleFunc("POST /api/runs/{id}/decide", s.api(s.apiDecide))
 	m.HandleFunc("POST /api/runs/{id}/resolve", s.api(s.apiResolve))
+	m.HandleFunc("POST /api/runs/{id}/respond", s.api(s.apiRespond))
 }
 
 // render executes a page template and passes the result through the
@@ -151,6 +155,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request, d *pageData) {
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request, d *pageData) {
 	d.decided = r.URL.Query().Get("decided")
 	d.resolved = r.URL.Query().Get("resolved")
+	d.answered = r.URL.Query().Get("answered")
 	s.showRun(w, r, d, http.StatusOK)
 }
 
@@ -177,7 +182,7 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request, d *pageData, st
 	// echoed from the URL, so a link cannot make the page claim anything.
 	if e := v.Entry(d.decided); e != nil && e.Decision != nil {
 		d.Flash = "call " + e.CallID + " " + decisionText(*e)
-		if d.Executes = s.o.Execute != nil; d.Executes && len(v.PendingCalls) == 0 && !v.Status.Terminal() {
+		if d.Executes = s.o.Execute != nil; d.Executes && len(v.PendingCalls) == 0 && len(v.PendingInputs) == 0 && !v.Status.Terminal() {
 			d.Flash += "; the server is continuing the run"
 		}
 	}
@@ -190,6 +195,15 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request, d *pageData, st
 			d.Flash += "; the server is continuing the run"
 		}
 	}
+	if e := v.Entry(d.answered); e != nil {
+		if in := e.Input(); in != nil && in.RespondedAt != nil {
+			d.Flash = "the input of call " + e.CallID + " was answered by " + in.RespondedBy
+			if s.o.Execute != nil && len(v.PendingCalls) == 0 && len(v.PendingInputs) == 0 && len(v.UnknownCalls) == 0 && !v.Status.Terminal() {
+				d.Flash += "; the server is continuing the run"
+			}
+		}
+	}
+	d.Inputs = inputPages(v.PendingInputs)
 	d.Executes = s.o.Execute != nil
 	d.ResumeCmd, d.StoreNamed = resumeCommand(st, s.o.StoreFlag), s.o.StoreFlag != ""
 	for _, p := range v.PendingCalls {

@@ -61,7 +61,7 @@ func RunCounter(st state.Store) telemetry.RunCounter {
 			return nil, err
 		}
 		counts := map[string]int{}
-		for _, s := range []state.Status{state.StatusRunning, state.StatusWaitingApproval, state.StatusUnknownOutcome,
+		for _, s := range []state.Status{state.StatusRunning, state.StatusWaitingApproval, state.StatusWaitingInput, state.StatusUnknownOutcome,
 			state.StatusInterrupted, state.StatusFailed, state.StatusCompleted, state.StatusTimedOut, state.StatusBudgetExhausted} {
 			counts[string(s)] = 0
 		}

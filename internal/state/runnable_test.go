@@ -1,6 +1,9 @@
 package state
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestRunnable: a worker takes only runs handed to workers, and of those
 // only the ones that can go on without a person.
@@ -10,6 +13,9 @@ func TestRunnable(t *testing.T) {
 	decided := JournalEntry{CallID: "c1", Stage: StageNotStarted, NeedsApproval: true, Decision: &yes}
 	started := JournalEntry{CallID: "c2", Stage: StageStarted}
 	resolved := JournalEntry{CallID: "c2", Stage: StageCompleted, Outcome: "resolved"}
+	asked := JournalEntry{CallID: "c3", Stage: StageNotStarted, Inputs: []InputRound{{Server: "stdio:s"}}}
+	answered := asked
+	answered.Inputs = []InputRound{{Server: "stdio:s", Responses: []byte(`{}`), RespondedAt: new(time.Time)}}
 	cases := []struct {
 		name    string
 		driver  string
@@ -26,6 +32,10 @@ func TestRunnable(t *testing.T) {
 		{"waiting with every call decided", DriverWorker, StatusWaitingApproval, []JournalEntry{decided}, true},
 		{"unknown outcome not resolved", DriverWorker, StatusUnknownOutcome, []JournalEntry{decided, started}, false},
 		{"unknown outcome resolved", DriverWorker, StatusUnknownOutcome, []JournalEntry{resolved}, true},
+		{"waiting for input not answered", DriverWorker, StatusWaitingInput, []JournalEntry{decided, asked}, false},
+		{"waiting for input answered", DriverWorker, StatusWaitingInput, []JournalEntry{decided, answered}, true},
+		{"waiting for input with a pending call", DriverWorker, StatusWaitingInput, []JournalEntry{pending, answered}, false},
+		{"waiting for input, run of nexa agent", "", StatusWaitingInput, []JournalEntry{answered}, false},
 		{"failed", DriverWorker, StatusFailed, nil, false},
 		{"completed", DriverWorker, StatusCompleted, nil, false},
 		{"timed out", DriverWorker, StatusTimedOut, nil, false},
@@ -39,6 +49,9 @@ func TestRunnable(t *testing.T) {
 	}
 	if Runnable(nil) {
 		t.Error("Runnable(nil) = true")
+	}
+	if !StatusWaitingInput.Valid() || StatusWaitingInput.Terminal() {
+		t.Error("waiting_input must be a valid, non-terminal status")
 	}
 	if !StatusQueued.Valid() || StatusQueued.Terminal() {
 		t.Error("queued must be a valid, non-terminal status")

@@ -32,6 +32,11 @@ const (
 	StatusQueued          Status = "queued"
 	StatusRunning         Status = "running"
 	StatusWaitingApproval Status = "waiting_approval"
+	// StatusWaitingInput is a run stopped because an MCP server asked for
+	// input before it would complete a call (an input_required answer):
+	// the call's entry holds the request (JournalEntry.Inputs) until a
+	// person answers it (docs/reference/runtime.md#input-requests).
+	StatusWaitingInput    Status = "waiting_input"
 	StatusUnknownOutcome  Status = "unknown_outcome"
 	StatusInterrupted     Status = "interrupted"
 	StatusFailed          Status = "failed"
@@ -54,7 +59,7 @@ func (s Status) Terminal() bool {
 // reject a misspelt --status filter instead of silently matching nothing.
 func (s Status) Valid() bool {
 	switch s {
-	case StatusQueued, StatusRunning, StatusWaitingApproval, StatusUnknownOutcome, StatusInterrupted,
+	case StatusQueued, StatusRunning, StatusWaitingApproval, StatusWaitingInput, StatusUnknownOutcome, StatusInterrupted,
 		StatusFailed, StatusCompleted, StatusTimedOut, StatusBudgetExhausted:
 		return true
 	}
@@ -68,7 +73,8 @@ const DriverWorker = "worker"
 // nobody holds its lease: it is a worker run (Config.Driver) and it is
 // queued, running (its holder died, or was stopped at once), interrupted
 // (a drained worker's run), waiting for approval with every pending call
-// decided, or stopped at an unknown outcome with every such call resolved.
+// decided, waiting for input with every input request answered, or
+// stopped at an unknown outcome with every such call resolved.
 // A terminal or failed run, or one that still waits for a person, is not
 // runnable. The stores keep this value as a column written with every
 // save, so that a claim is one indexed query (docs/worker.md).
@@ -79,9 +85,9 @@ func Runnable(st *RunState) bool {
 	switch st.Status {
 	case StatusQueued, StatusRunning, StatusInterrupted:
 		return true
-	case StatusWaitingApproval, StatusUnknownOutcome:
+	case StatusWaitingApproval, StatusWaitingInput, StatusUnknownOutcome:
 		for i := range st.Journal {
-			if e := &st.Journal[i]; e.Pending() || e.Stage == StageStarted {
+			if e := &st.Journal[i]; e.Pending() || e.AwaitingInput() || e.Stage == StageStarted {
 				return false
 			}
 		}
@@ -388,6 +394,13 @@ type JournalEntry struct {
 	// polls the task instead of calling the outcome unknown
 	// (docs/reference/runtime.md#tasks).
 	TaskID string `json:"task_id,omitempty"`
+	// Inputs are the rounds in which the call's MCP server answered with
+	// input_required instead of a result, oldest first: each holds what
+	// the server asked and, once a person answered, the answer, who gave
+	// it and when. While the last round has no answer the entry is
+	// not_started and waits (AwaitingInput); the answer is sent with a
+	// new request (docs/reference/runtime.md#input-requests).
+	Inputs []InputRound `json:"input_rounds,omitempty"`
 	// Result and Success are set when Stage is completed.
 	Result  string `json:"result,omitempty"`
 	Success bool   `json:"success"`
@@ -414,6 +427,63 @@ type JournalEntry struct {
 	// never stored, and a store refuses to write a stub, so a partial
 	// entry can never replace the whole one it stands for.
 	Stub bool `json:"-"`
+}
+
+// InputRound is one input_required answer of an MCP server to a call and
+// the person's answer to it. The request is kept as the server sent it
+// (secret values redacted), so any process can show it and check an
+// answer against it; RequestState is the server's opaque state, sent back
+// unchanged with the answer.
+type InputRound struct {
+	// Server is the MCP server's spec, as the run records it.
+	Server string `json:"server"`
+	// Requests are the server's input requests, by key.
+	Requests []InputRequest `json:"requests"`
+	// RequestState is the server's requestState, never read by nexa;
+	// empty when the server sent none (then none is sent back).
+	RequestState string    `json:"request_state,omitempty"`
+	AskedAt      time.Time `json:"asked_at"`
+	// Responses are the answers as they are sent back (the
+	// inputResponses of MCP: per key, an action and, for a form, its
+	// content), nil while nobody answered. RespondedBy and RespondedAt
+	// name who answered and when, like a decision's DecidedBy.
+	Responses   json.RawMessage `json:"responses,omitempty"`
+	RespondedBy string          `json:"responded_by,omitempty"`
+	RespondedAt *time.Time      `json:"responded_at,omitempty"`
+}
+
+// Input request modes: a form the person fills in, or a URL the person
+// opens elsewhere (nexa never opens it).
+const (
+	InputForm = "form"
+	InputURL  = "url"
+)
+
+// InputRequest is one request of an input round: a form (Schema, the
+// JSON Schema of its answer) or a URL the person must visit (URL, and its
+// Domain for the person to check before following it).
+type InputRequest struct {
+	Key     string          `json:"key"`
+	Mode    string          `json:"mode"`
+	Message string          `json:"message"`
+	Schema  json.RawMessage `json:"schema,omitempty"`
+	URL     string          `json:"url,omitempty"`
+	Domain  string          `json:"domain,omitempty"`
+}
+
+// Input returns the entry's latest input round, or nil.
+func (e *JournalEntry) Input() *InputRound {
+	if len(e.Inputs) == 0 {
+		return nil
+	}
+	return &e.Inputs[len(e.Inputs)-1]
+}
+
+// AwaitingInput reports whether the entry waits for a person's answer to
+// its server's input request.
+func (e *JournalEntry) AwaitingInput() bool {
+	in := e.Input()
+	return e.Stage == StageNotStarted && in != nil && in.RespondedAt == nil
 }
 
 // Pending reports whether the entry waits for an operator's decision.

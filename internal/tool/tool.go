@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nexa-run/nexa/internal/ir"
+	"github.com/nexa-run/nexa/internal/state"
 )
 
 // ErrNotExecuted is returned (wrapped) by an executor that could not start
@@ -70,6 +71,11 @@ type Invocation struct {
 	// saved, and the executor returns that error at once. Nil when the
 	// caller cannot save handles.
 	Handed func(handle string) error
+	// Input, when set, is the answered input round of an earlier attempt
+	// of this call (its server asked for input, a person answered): the
+	// executor sends the same request again with the round's responses
+	// and request state (docs/reference/runtime.md#input-requests).
+	Input *state.InputRound
 }
 
 // IdempotencyKey is the key external systems can use to drop a duplicate
@@ -87,6 +93,12 @@ type Outcome struct {
 	// journal beside Output, which already carries it for the model. Nil
 	// when the tool gave none.
 	Structured json.RawMessage
+	// Input, when set, says that the tool did not complete: its server
+	// asked for input first (an MCP input_required answer). Nothing else
+	// of the outcome counts; the runtime journals the request and waits
+	// for a person's answer, then runs the call again with it
+	// (Invocation.Input). Server and AskedAt are the runtime's to fill.
+	Input *state.InputRound
 }
 
 // Executor runs tools of one body kind.

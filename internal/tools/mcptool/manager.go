@@ -251,7 +251,7 @@ func (m *Manager) serverOf(inv tool.Invocation) (*Server, error) {
 }
 
 func callOptions(inv tool.Invocation) CallOptions {
-	o := CallOptions{Timeout: inv.Timeout, Stop: inv.Stop, Handed: inv.Handed}
+	o := CallOptions{Timeout: inv.Timeout, Stop: inv.Stop, Handed: inv.Handed, Input: inv.Input}
 	if inv.RunID != "" || inv.CallID != "" {
 		o.IdempotencyKey = inv.IdempotencyKey()
 	}

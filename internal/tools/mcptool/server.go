@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nexa-run/nexa/internal/state"
 	"github.com/nexa-run/nexa/internal/tool"
 	"io"
 	"log/slog"
@@ -349,6 +350,10 @@ type CallOptions struct {
 	// Handed saves a task's id before nexa polls it
 	// (tool.Invocation.Handed); an error from it is returned as is.
 	Handed func(taskID string) error
+	// Input, when set, is the answered input round of an earlier
+	// attempt: the call carries its responses and request state
+	// (tool.Invocation.Input).
+	Input *state.InputRound
 }
 
 // Call runs one tool. A known result is an Outcome (Success false for
@@ -391,33 +396,55 @@ func (s *Server) CallWith(ctx context.Context, name string, args json.RawMessage
 		rctx, rcancel = context.WithTimeoutCause(ctx, o.Timeout, timeoutCause(o.Timeout))
 		defer rcancel()
 	}
-	tr := &callTrace{cancel: cancel}
 	params := &mcp.CallToolParams{Name: name, Arguments: arguments}
 	meta := mcp.Meta{}
 	if o.IdempotencyKey != "" {
 		meta[MetaIdempotencyKey] = o.IdempotencyKey
 	}
 	if s.tasks {
-		meta[metaClientCapabilities] = taskMeta()
+		meta[metaClientCapabilities] = s.callCapabilities()
 	}
 	if len(meta) > 0 {
 		params.Meta = meta
 	}
-	res, err := s.sess.CallTool(withTrace(rctx, tr), params)
-	if err == nil && res == nil {
-		err = errors.New("empty result")
-	}
-	if err != nil {
-		if s.http != nil {
-			s.http.CloseIdleConnections()
+	if o.Input != nil {
+		// The retry of a call whose server asked for input: the same
+		// request, with the person's answers and the server's state
+		// exactly as it sent it (none when it sent none).
+		responses, err := inputResponses(o.Input)
+		if err != nil {
+			return tool.Outcome{}, fmt.Errorf("mcptool: tool %s of MCP server %s: %w: %w", name, s.spec, err, tool.ErrNotExecuted)
 		}
-		return s.classify(rctx, name, tr, err)
+		params.InputResponses, params.RequestState = responses, o.Input.RequestState
+	}
+	var res *mcp.CallToolResult
+	for try := 0; ; try++ {
+		tr := &callTrace{cancel: cancel}
+		res, err = s.sess.CallTool(withTrace(rctx, tr), params)
+		if err == nil && res == nil {
+			err = errors.New("empty result")
+		}
+		if err != nil {
+			if s.http != nil {
+				s.http.CloseIdleConnections()
+			}
+			return s.classify(rctx, name, tr, err)
+		}
+		if !res.NeedsInput() || len(res.InputRequests) > 0 || try >= loadSheddingRetries || !s.offersInput() {
+			break
+		}
+		// input_required with nothing to ask: the server wants the
+		// request again (with its state, if any), which needs nobody.
+		params.InputResponses, params.RequestState = nil, res.RequestState
 	}
 	t, isTask, err := taskOf(res)
 	if err != nil {
 		return tool.Outcome{}, fmt.Errorf("mcptool: tool %s of MCP server %s: unreadable task answer (%v); whether it took effect is unknown: %w", name, s.spec, err, tool.ErrUnknownOutcome)
 	}
 	if !isTask {
+		if res.NeedsInput() {
+			return s.inputOutcome(name, res), nil
+		}
 		return s.outcome(name, res), nil
 	}
 	if o.Handed != nil {
@@ -453,7 +480,9 @@ func (s *Server) Resume(ctx context.Context, name, taskID string, o CallOptions)
 // output schema, isError as a failed call.
 func (s *Server) outcome(name string, res *mcp.CallToolResult) tool.Outcome {
 	if res.NeedsInput() {
-		return tool.Outcome{Output: fmt.Sprintf("error: MCP tool %s asked for input before it would run, which nexa does not give yet; the call did not complete", name)}
+		// A task's result: input is asked for in the task's own
+		// status, which nexa does not answer (awaitTask).
+		return tool.Outcome{Output: fmt.Sprintf("error: MCP tool %s asked for input in the result of its task, which nexa does not answer; the call did not complete", name)}
 	}
 	info, _ := s.Tool(name)
 	out := structuredOutcome(info, res)

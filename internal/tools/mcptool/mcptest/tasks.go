@@ -16,6 +16,13 @@
 //   - count_words {text}: answers at once with structuredContent
 //     {"words": N} under an output schema; text containing "break" makes
 //     it answer {"words": "many"}, which the schema refuses.
+//   - sign_up {text}: asks for input first (input_required, revision
+//     2026-07-28): a form for the account (name, seats, plan, invoice;
+//     name required); the retry with the answer appends "TEXT NAME
+//     seats=N" to signups.txt. Each time it asks it appends to asked.txt.
+//   - open_link {text}: asks the person to visit ConsentURL (a URL
+//     request); the retry with an accepted answer appends TEXT to
+//     links.txt.
 //
 // A task tool called without the extension in the request's capabilities
 // is refused with -32003, as the extension requires.
@@ -178,6 +185,7 @@ func NewTaskServer(dir string, versions ...string) *mcp.Server {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("counted: %v", words)}},
 				StructuredContent: map[string]any{"words": words}}, nil
 		})
+	addInputTools(srv, st)
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
