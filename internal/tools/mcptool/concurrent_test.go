@@ -64,8 +64,9 @@ func TestCallsRunningAtOnce(t *testing.T) {
 			}
 			call(&failed, "fail_tool", "f1", map[string]any{}, time.Minute)
 			call(&metaOut, "echo_meta", "m1", map[string]any{}, time.Minute)
-			// Cut by its own timeout while the others run: unknown.
-			call(&slow, "slow_tool", "s1", map[string]any{"ms": 60000}, 200*time.Millisecond)
+			// Cut by its own timeout while the others run: unknown. (It sleeps
+			// 5 s, not more: an HTTP test server closing waits for it.)
+			call(&slow, "slow_tool", "s1", map[string]any{"ms": 5000}, 200*time.Millisecond)
 			wg.Wait()
 			for i, a := range gathered {
 				if want := fmt.Sprintf("g%d gathered", i); a.err != nil || !a.out.Success || a.out.Output != want {
