@@ -56,7 +56,7 @@
 // failover: a transaction whose connection was refused or lost before its
 // COMMIT was sent cannot have committed, so it is run again from the start
 // on a new connection, for up to reconnectWindow (and as long as the
-// caller's context allows). A COMMIT cut off on its way is never run again:
+// caller's context allows). A COMMIT cut off after it was sent is never run again:
 // whether it landed is unknown, and the caller's error says so. A handle
 // that never reached the server (a wrong host or port) fails at once.
 //
@@ -361,7 +361,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		if err == nil {
 			return nil
 		}
-		if !committing && s.reconnect(ctx, err, &lost, attempt) {
+		// A COMMIT that never left (the connection was found closed
+		// first) did not commit either.
+		if (!committing || pgconn.SafeToRetry(err)) && s.reconnect(ctx, err, &lost, attempt) {
 			continue
 		}
 		if !retryable(err) {
@@ -377,7 +379,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 }
 
 // tryTx runs fn in one transaction; committing reports that the error
-// came from the COMMIT, whose fate is then unknown.
+// came from the COMMIT, whose fate is then unknown unless nothing was sent.
 func (s *Store) tryTx(ctx context.Context, fn func(tx pgx.Tx) error) (committing bool, err error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
