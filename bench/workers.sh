@@ -17,7 +17,7 @@
 #               its decided_at (the approving process, just before its
 #               commit), both from the journal.
 #
-# Usage: bench/workers.sh [runs] [steps] [samples] [binary]
+# Usage: [WORKERS='1 2 4'] bench/workers.sh [runs] [steps] [samples] [binary]
 #   runs 200, steps 4, samples 30; binary: one built here with `make build`
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +38,7 @@ export NEXA_STORE
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	cd /
 	"$repo/scripts/pg-test-cluster.sh" stop "$pgdir"
 	rm -rf "$work"
 }
@@ -58,9 +59,9 @@ now() { date +%s.%N; }
 
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 total=0
-for w in 1 2 4; do
+for w in ${WORKERS:-1 2 4}; do
 	for i in $(seq "$runs"); do
-		"$nexa" agent add.nx Adder "run $i" --provider script:steps.json --detach -q >/dev/null
+		"$nexa" agent add.nx Adder "run $i" --provider script:steps.json --detach -q >/dev/null 2>&1
 	done
 	total=$((total + runs))
 	began=$(now)
@@ -89,7 +90,7 @@ for _ in 1 2; do
 done
 ids=()
 for i in $(seq "$samples"); do
-	id=$("$nexa" agent add.nx Adder "confirm $i" --provider script:confirm.json --detach -q |
+	id=$("$nexa" agent add.nx Adder "confirm $i" --provider script:confirm.json --detach -q 2>/dev/null |
 		python3 -c 'import json, sys; print(json.load(sys.stdin)["run_id"])')
 	ids+=("$id")
 done

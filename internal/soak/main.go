@@ -33,9 +33,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -89,6 +91,10 @@ func main() {
 	rep, err := run(context.Background(), c)
 	if rep != nil {
 		fmt.Println(rep.line())
+		whys := slices.Sorted(maps.Keys(rep.driveWhy))
+		for _, why := range whys {
+			fmt.Printf("  a drive ended with an error %d times: %s\n", rep.driveWhy[why], why)
+		}
 		for _, v := range rep.violations {
 			fmt.Println("VIOLATION:", v)
 		}

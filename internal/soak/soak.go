@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -103,6 +104,7 @@ type report struct {
 	held       int
 	selfExits  int
 	driveErrs  int
+	driveWhy   map[string]int // why drives ended with an error, and how often
 	violations []string
 }
 
@@ -651,8 +653,12 @@ func (s *soak) drain() {
 			s.violate("worker %d still running 30s after SIGTERM (its drain timeout is 20s)", w.n)
 		}
 	}
+	s.rep.driveWhy = map[string]int{}
 	for _, w := range s.workers {
-		s.rep.driveErrs += countLines(filepath.Join(w.dir, "worker.log"), `"msg":"run stopped with an error"`)
+		for _, why := range driveErrors(filepath.Join(w.dir, "worker.log")) {
+			s.rep.driveErrs++
+			s.rep.driveWhy[why]++
+		}
 	}
 }
 
@@ -711,20 +717,30 @@ func (s *soak) final(ctx context.Context) {
 	}
 }
 
-// countLines counts the lines of file holding sub.
-func countLines(file, sub string) int {
+// runID matches a run id in an error message.
+var runID = regexp.MustCompile(`run_[0-9A-Z]+`)
+
+// driveErrors returns why each drive of a worker's log ended with an
+// error, run ids taken out so that like errors count together. They are
+// not violations (a drive a crash cut off ends so, and its run is taken
+// over), but the soak reports them.
+func driveErrors(file string) []string {
 	f, err := os.Open(file)
 	if err != nil {
-		return 0
+		return nil
 	}
 	defer f.Close()
-	n := 0
+	var out []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if strings.Contains(sc.Text(), sub) {
-			n++
+		var line struct {
+			Msg   string `json:"msg"`
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "run stopped with an error" {
+			out = append(out, runID.ReplaceAllString(line.Error, "RUN"))
 		}
 	}
-	return n
+	return out
 }
