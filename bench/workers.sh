@@ -17,14 +17,17 @@
 #               its decided_at (the approving process, just before its
 #               commit), both from the journal.
 #
-# Usage: [WORKERS='1 2 4'] bench/workers.sh [runs] [steps] [samples] [binary]
-#   runs 200, steps 4, samples 30; binary: one built here with `make build`
+# Usage: [WORKERS='1 2 4'] [REPEAT=3] bench/workers.sh [runs] [steps] [samples] [binary]
+#   runs 200, steps 4, samples 30; binary: one built here with `make build`.
+#   The settings of WORKERS alternate, REPEAT rounds each (the median is
+#   printed, with the range), so that each sees the same load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-200}
 steps=${2:-4}
 samples=${3:-30}
 nexa=${4:-}
+repeat=${REPEAT:-3}
 if [ -z "$nexa" ]; then
 	make -s build
 	nexa=$PWD/bin/nexa
@@ -59,28 +62,39 @@ now() { date +%s.%N; }
 
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 total=0
-for w in ${WORKERS:-1 2 4}; do
-	for i in $(seq "$runs"); do
-		"$nexa" agent add.nx Adder "run $i" --provider script:steps.json --detach -q >/dev/null 2>&1
+: >rates.txt
+for _ in $(seq "$repeat"); do
+	for w in ${WORKERS:-1 2 4}; do
+		for i in $(seq "$runs"); do
+			"$nexa" agent add.nx Adder "run $i" --provider script:steps.json --detach -q >/dev/null 2>&1
+		done
+		total=$((total + runs))
+		began=$(now)
+		pids=()
+		for _ in $(seq "$w"); do
+			"$nexa" worker --concurrency 4 --poll-interval 100ms 2>>workers.log &
+			pids+=($!)
+		done
+		until [ "$(completed)" -ge "$total" ]; do sleep 0.02; done
+		ended=$(now)
+		kill -TERM "${pids[@]}"
+		wait "${pids[@]}" || true
+		echo "$w $began $ended" >>rates.txt
 	done
-	total=$((total + runs))
-	began=$(now)
-	pids=()
-	for _ in $(seq "$w"); do
-		"$nexa" worker --concurrency 4 --poll-interval 100ms 2>>workers.log &
-		pids+=($!)
-	done
-	until [ "$(completed)" -ge "$total" ]; do sleep 0.02; done
-	ended=$(now)
-	kill -TERM "${pids[@]}"
-	wait "${pids[@]}" || true
-	python3 - "$w" "$runs" "$steps" "$began" "$ended" <<'PY'
-import sys
-w, runs, steps, began, ended = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
-d = ended - began
-print(f"{w} worker(s): {runs} runs of {steps} steps in {d:.2f} s: {runs / d:.1f} runs/s, {runs * steps / d:.0f} steps/s")
-PY
 done
+python3 - "$runs" "$steps" rates.txt <<'PY'
+import statistics, sys
+runs, steps = int(sys.argv[1]), int(sys.argv[2])
+by = {}
+for line in open(sys.argv[3]):
+    w, b, e = line.split()
+    by.setdefault(int(w), []).append(runs / (float(e) - float(b)))
+for w, r in sorted(by.items()):
+    r.sort()
+    m = statistics.median(r)
+    print(f"{w} worker(s), {runs} runs of {steps} steps, {len(r)} rounds: median {m:.1f} runs/s, {m * steps:.0f} steps/s "
+          f"(runs/s {r[0]:.1f}-{r[-1]:.1f})")
+PY
 
 # Latency: two workers that only a wake-up moves.
 pids=()
