@@ -187,6 +187,9 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	err = s.loop(ctx)
 	s.drain()
 	s.final(ctx)
+	if s.rep.workerKill == 0 || s.rep.pgCrash == 0 || s.rep.prunes == 0 || s.rep.races == 0 {
+		s.violate("the round ended before it had killed a worker, crashed the database, pruned and raced a decision: it proves nothing (give it more -runs)")
+	}
 	s.rep.elapsed = time.Since(s.rep.began)
 	ok = err == nil && len(s.rep.violations) == 0
 	return s.rep, err
@@ -320,7 +323,9 @@ func (s *soak) loop(ctx context.Context) error {
 		if err == nil {
 			s.tend(ctx, sums)
 		}
-		if s.rep.submitted == s.cfg.runs && s.finished() == s.cfg.runs {
+		// A round ends once every run is done and each kind of
+		// disruption happened at least once, however fast the machine.
+		if s.rep.submitted == s.cfg.runs && s.finished() == s.cfg.runs && len(kinds) == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
