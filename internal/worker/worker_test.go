@@ -191,4 +191,3 @@ func TestWorkerLimitsAndPrograms(t *testing.T) {
 		}
 	}
 }
-
