@@ -11,7 +11,7 @@ VERSION := $(shell git describe --tags --exact-match 2>/dev/null || echo 0.1.0-d
 TESTTAGS := nexatest
 LDFLAGS := -s -w -X github.com/nexa-run/nexa/internal/cli.Version=$(VERSION) -X github.com/nexa-run/nexa/internal/cli.Commit=$(COMMIT)
 
-.PHONY: build dist test test-race test-slowpython lint bench fuzz demo man clean
+.PHONY: build dist test test-race test-slowpython lint bench fuzz soak demo man clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/nexa ./cmd/nexa
@@ -74,6 +74,19 @@ lint:
 
 bench:
 	$(GO) test -tags $(TESTTAGS) -run '^$$' -bench . -benchmem ./...
+
+# The soak (internal/soak; docs/guarantees.md quotes its figures): nexa
+# workers drain detached runs on a throwaway PostgreSQL cluster while
+# workers are killed with kill -9, the server is crashed and restarted,
+# decisions race and completed runs are pruned; then every tool execution
+# is checked against its side effect. It drives a test build of nexa (its
+# workers take one-second leases). SOAK_FLAGS sizes it (-runs, -workers,
+# -chaos, -seed to repeat a round; see go run ./internal/soak -h); CI runs
+# a short round.
+SOAK_FLAGS ?= -runs 1000 -workers 4 -chaos 1s -timeout 30m
+soak:
+	$(GO) build -tags $(TESTTAGS) -o bin/nexa-soak ./cmd/nexa
+	$(GO) run ./internal/soak -nexa bin/nexa-soak $(SOAK_FLAGS)
 
 # A man page per command and help topic in man/ (generated, not committed):
 # man -l man/nexa-runs-show.1. The generator is a program of its own, so

@@ -8,6 +8,10 @@
 #        NEXA_TEST_POSTGRES set to the cluster's URL, stop; exit with CMD's code
 #   scripts/pg-test-cluster.sh start             start; print DIR and the URL
 #   scripts/pg-test-cluster.sh stop DIR          stop the cluster in DIR, remove DIR
+#   scripts/pg-test-cluster.sh crash DIR         stop the server at once, as a crash
+#        would (pg_ctl stop -m immediate: no checkpoint, clients cut off)
+#   scripts/pg-test-cluster.sh restart DIR       start it again, same port and
+#        settings (recovering from the WAL after a crash)
 #
 # The server binaries are found in PG_BIN, else on PATH (initdb, pg_ctl),
 # else in Debian's versioned directories (the newest one). As root, the
@@ -78,7 +82,24 @@ stop() {
   rm -rf "$dir"
 }
 
+# crash and restart are the soak's (internal/soak): the database dies under
+# running workers and comes back where they expect it.
+crash() {
+  as_server "$(find_bin)/pg_ctl" -D "$1/data" -m immediate -w stop >/dev/null
+}
+
+restart() {
+  # restart reads the options of the last start from postmaster.opts, so
+  # the server listens on the same port; with no server running it starts one.
+  as_server "$(find_bin)/pg_ctl" -D "$1/data" -l "$1/server.log" -w -t 60 restart >/dev/null 2>&1 || {
+    tail -n 20 "$1/server.log" >&2; return 1; }
+}
+
 case "${1:-}" in
+crash | restart)
+  [ $# -eq 2 ] || { echo "usage: $0 $1 DIR" >&2; exit 2; }
+  "$1" "$2"
+  ;;
 start)
   start
   ;;
@@ -95,7 +116,7 @@ run)
   NEXA_TEST_POSTGRES=$(sed -n 2p <<<"$out") "$@"
   ;;
 *)
-  echo "usage: $0 run CMD ARGS... | start | stop DIR" >&2
+  echo "usage: $0 run CMD ARGS... | start | stop DIR | crash DIR | restart DIR" >&2
   exit 2
   ;;
 esac

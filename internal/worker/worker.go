@@ -193,11 +193,22 @@ func (w *Worker) Run(ctx context.Context, drain <-chan struct{}) error {
 	ctx, cutOff := context.WithCancelCause(ctx)
 	defer cutOff(nil)
 	wake := w.wakeUps(ctx)
+	// A claim waits for a store that is restarting (the store retries a
+	// lost connection for a while); a drain must not wait for it.
+	claims, endClaims := context.WithCancel(ctx)
+	defer endClaims()
+	go func() {
+		select {
+		case <-drain:
+			endClaims()
+		case <-claims.Done():
+		}
+	}()
 	poll := time.NewTicker(w.o.PollInterval)
 	defer poll.Stop()
 	w.o.Log.Info("worker started", "owner", w.o.Owner, "programs", len(w.hashes), "concurrency", w.o.Concurrency, "store", w.o.Store.Path())
 	for {
-		w.claimAll(ctx, stop, &drives)
+		w.claimAll(ctx, claims, stop, &drives)
 		select {
 		case <-ctx.Done():
 			w.o.Log.Warn("worker stopped at once; leases of driven runs are left to expire", "running", w.held())
@@ -260,9 +271,11 @@ func (w *Worker) held() int {
 	return w.running
 }
 
-// claimAll claims runs while slots are free and runs are claimable.
-func (w *Worker) claimAll(ctx context.Context, stop chan struct{}, drives *sync.WaitGroup) {
-	for ctx.Err() == nil {
+// claimAll claims runs while slots are free and runs are claimable; the
+// claims are made under claims, which a drain ends, and the runs driven
+// under ctx.
+func (w *Worker) claimAll(ctx, claims context.Context, stop chan struct{}, drives *sync.WaitGroup) {
+	for claims.Err() == nil {
 		select {
 		case <-stop:
 			return
@@ -273,9 +286,9 @@ func (w *Worker) claimAll(ctx context.Context, stop chan struct{}, drives *sync.
 			return
 		}
 		began := time.Now()
-		id, l, err := w.claim.Claim(ctx, state.ClaimRequest{Owner: w.o.Owner, TTL: w.o.LeaseTTL, SourceHashes: w.hashes, SkipAgents: skip})
+		id, l, err := w.claim.Claim(claims, state.ClaimRequest{Owner: w.o.Owner, TTL: w.o.LeaseTTL, SourceHashes: w.hashes, SkipAgents: skip})
 		if err != nil {
-			if ctx.Err() == nil {
+			if claims.Err() == nil {
 				w.o.Log.Error("claim failed; trying again at the next poll", "error", err.Error())
 			}
 			return

@@ -70,6 +70,62 @@ func submit(t *testing.T, file, agent string) string {
 	return s[i : i+strings.IndexByte(s[i:], '"')]
 }
 
+// restartingStore is a store whose server is down: a claim waits (as the
+// PostgreSQL store waits for a restarting server) until its context ends.
+type restartingStore struct {
+	session.Store
+	claiming chan struct{}
+}
+
+func (s restartingStore) Claim(ctx context.Context, _ state.ClaimRequest) (string, *state.Lease, error) {
+	select {
+	case s.claiming <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return "", nil, ctx.Err()
+}
+
+// TestDrainDoesNotWaitForAClaim: a worker whose claim waits for a store
+// that is restarting still drains at once on SIGTERM (it has no run to
+// finish), well within its drain timeout, and exits cleanly.
+func TestDrainDoesNotWaitForAClaim(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.WriteFile("a.nx", []byte(program), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := session.Env{Getenv: os.Getenv, Environ: os.Environ}
+	s, err := session.OpenStore(env, "", dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	prog, diags := compile.Compile("a.nx", compile.Options{})
+	if prog == nil || diags.HasErrors() {
+		t.Fatalf("compile: %v", diags)
+	}
+	rs := restartingStore{Store: s, claiming: make(chan struct{}, 1)}
+	w, err := worker.New(worker.Options{Store: rs, Env: env, Dir: dir, Programs: []worker.Program{{File: "a.nx", Program: prog}},
+		PollInterval: time.Hour, DrainTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(context.Background(), drain) }()
+	<-rs.claiming
+	close(drain)
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("Run after drain: %v, want nil (nothing was driven)", err)
+		}
+	case <-time.After(time.Minute): // a hang guard: the drain returns at once
+		t.Fatal("the drain waited for the claim")
+	}
+}
+
 // TestWorkerLimitsAndPrograms: with --agent-limit A=1 the worker drives
 // one run of A at a time whatever its concurrency, drives every run of its
 // program to the end, never claims a run of a program it does not have,

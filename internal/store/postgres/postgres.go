@@ -52,6 +52,14 @@
 // without pg_notify (CockroachDB) is detected once and sends nothing: its
 // workers find runs by polling.
 //
+// A handle that has reached the server once rides out a restart or a
+// failover: a transaction whose connection was refused or lost before its
+// COMMIT was sent cannot have committed, so it is run again from the start
+// on a new connection, for up to reconnectWindow (and as long as the
+// caller's context allows). A COMMIT cut off after it was sent is never run again:
+// whether it landed is unknown, and the caller's error says so. A handle
+// that never reached the server (a wrong host or port) fails at once.
+//
 // No advisory locks are used. A transaction that fails
 // with a serialization failure (SQLSTATE 40001) or a deadlock (40P01) is
 // run again from the start for as long as the caller's context allows, as
@@ -62,12 +70,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -119,6 +129,9 @@ type Store struct {
 	// notify says whether the server has pg_notify: 0 not asked yet, 1
 	// yes, 2 no (see canNotify).
 	notify atomic.Int32
+	// worked is set once the handle has reached the server (Open
+	// migrated): from then on a lost connection is retried (see inTx).
+	worked atomic.Bool
 }
 
 var _ state.Store = (*Store)(nil)
@@ -176,6 +189,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, s.wrap(fmt.Errorf("open run store %s: %w", s.redacted, err))
 	}
+	s.worked.Store(true)
 	return s, nil
 }
 
@@ -291,13 +305,68 @@ func retryable(err error) bool {
 	return false
 }
 
+// reconnectWindow bounds how long a handle retries a transaction whose
+// connection was refused or lost before COMMIT: long enough for a server
+// to restart or fail over; past it the error is the caller's.
+const reconnectWindow = time.Minute
+
+// connLost reports whether err says the connection to the server failed or
+// was lost (refused, reset, closed, the server shutting down or starting
+// up), rather than that the server refused a statement.
+func connLost(err error) bool {
+	if pgconn.SafeToRetry(err) {
+		return true // failed before anything was sent
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// 08: connection exception; 57P01-03: the server shut down,
+		// crashed, or is starting up.
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ce) || errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// reconnect decides whether a transaction that failed with err, its
+// COMMIT not sent, is run again: its connection was lost, the handle
+// worked before, and the window that began at *since (set on the first
+// loss) is still open. It waits before the next attempt.
+func (s *Store) reconnect(ctx context.Context, err error, since *time.Time, attempt int) bool {
+	if ctx.Err() != nil || !s.worked.Load() || !connLost(err) {
+		return false
+	}
+	if since.IsZero() {
+		*since = time.Now()
+	}
+	if time.Since(*since) > reconnectWindow {
+		return false
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(time.Duration(min(10<<min(attempt, 6), 500)) * time.Millisecond):
+		return true
+	}
+}
+
 // inTx runs fn in a read-write transaction and commits it, running it all
 // again after a serialization failure or a deadlock for as long as ctx
-// allows. fn must only touch tx and values it recomputes.
+// allows, and after a connection lost before COMMIT was sent for up to
+// reconnectWindow. fn must only touch tx and values it recomputes.
 func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	var lost time.Time
 	for attempt := 0; ; attempt++ {
-		err := s.tryTx(ctx, fn)
-		if err == nil || !retryable(err) {
+		committing, err := s.tryTx(ctx, fn)
+		if err == nil {
+			return nil
+		}
+		// A COMMIT that never left (the connection was found closed
+		// first) did not commit either.
+		if (!committing || pgconn.SafeToRetry(err)) && s.reconnect(ctx, err, &lost, attempt) {
+			continue
+		}
+		if !retryable(err) {
 			return err
 		}
 		pause := time.Duration(1+rand.IntN(5*min(attempt+1, 20))) * time.Millisecond
@@ -309,29 +378,39 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	}
 }
 
-func (s *Store) tryTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+// tryTx runs fn in one transaction; committing reports that the error
+// came from the COMMIT, whose fate is then unknown unless nothing was sent.
+func (s *Store) tryTx(ctx context.Context, fn func(tx pgx.Tx) error) (committing bool, err error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	if err := fn(tx); err != nil {
-		return err
+		return false, err
 	}
 	if s.beforeCommit != nil {
 		if err := s.beforeCommit(ctx, tx); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return tx.Commit(ctx)
+	return true, tx.Commit(ctx)
 }
 
 // readTx runs fn in a read-only REPEATABLE READ transaction: one snapshot
-// for all of fn's queries.
+// for all of fn's queries. A read cut off by a lost connection is run
+// again like a write (see inTx): it changed nothing.
 func (s *Store) readTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	var lost time.Time
 	for attempt := 0; ; attempt++ {
 		err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
-		if err == nil || !retryable(err) || ctx.Err() != nil {
+		if err == nil {
+			return nil
+		}
+		if s.reconnect(ctx, err, &lost, attempt) {
+			continue
+		}
+		if !retryable(err) || ctx.Err() != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/nexa-run/nexa/internal/state"
 	"github.com/nexa-run/nexa/internal/store/postgres/pgtest"
@@ -149,6 +150,67 @@ func TestDroppedConnectionMidSave(t *testing.T) {
 	}
 	if got, _ := other.Load(ctx, "run_drop"); got.Revision != 2 || len(got.Messages) != 2 {
 		t.Fatalf("after the retry: revision %d, %d messages", got.Revision, len(got.Messages))
+	}
+}
+
+// After a server restart every pooled connection of a handle is dead, and
+// the pool hands them out again (it pings only those idle for a second).
+// A save, a read and a claim on such a connection are run again on a new
+// one, not given up: a worker rides out a PostgreSQL restart (the soak,
+// internal/soak, crashes the server under load). The server's side of the
+// restart is played by terminating the handle's backends.
+func TestLostConnectionsRetried(t *testing.T) {
+	u := pgtest.FreshURL(t)
+	s := open(t, u)
+	admin, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	restart := func() {
+		t.Helper()
+		// Check out several connections at once, so the pool holds more
+		// than one, then cut every one the handle holds.
+		var held []*pgxpool.Conn
+		for range 3 {
+			c, err := s.pool.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+		}
+		var pids []uint32
+		for _, c := range held {
+			pids = append(pids, c.Conn().PgConn().PID())
+			c.Release()
+		}
+		for _, pid := range pids {
+			var ok bool
+			if err := admin.QueryRow(ctx, `SELECT pg_terminate_backend($1, 10000)`, pid).Scan(&ok); err != nil || !ok {
+				t.Fatalf("pg_terminate_backend(%d): %v %v", pid, ok, err)
+			}
+		}
+	}
+	st := sample("run_restart")
+	if err := s.Create(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	restart()
+	st.Messages = append(st.Messages, state.Message{Seq: 1, Role: state.RoleAssistant, Content: "after the restart"})
+	if err := s.Save(ctx, st, state.Delta{Messages: st.Messages[1:]}); err != nil {
+		t.Fatalf("Save after the server restarted: %v", err)
+	}
+	restart()
+	got, err := s.Load(ctx, "run_restart")
+	if err != nil {
+		t.Fatalf("Load after the server restarted: %v", err)
+	}
+	if got.Revision != 2 || len(got.Messages) != 2 {
+		t.Fatalf("after the restart: revision %d, %d messages, want 2 and 2", got.Revision, len(got.Messages))
+	}
+	restart()
+	if _, _, err := s.Claim(ctx, state.ClaimRequest{Owner: "w", TTL: time.Second, SourceHashes: []string{"h"}}); err != nil {
+		t.Fatalf("Claim after the server restarted: %v", err)
 	}
 }
 
