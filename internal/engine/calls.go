@@ -422,8 +422,10 @@ func (d *driver) launch(ctx context.Context, e *state.JournalEntry, t *ir.Tool, 
 		Stop:          d.r.stop,
 		Input:         retryInput(e),
 	}
+	var lines *lineWriter
 	if d.toolOut != nil {
-		inv.Log = d.toolOut
+		lines = &lineWriter{w: d.toolOut}
+		inv.Log = lines
 	}
 	exec := d.r.executors[t.Body.Kind]
 	_, resumer := exec.(tool.Resumer)
@@ -447,6 +449,9 @@ func (d *driver) launch(ctx context.Context, e *state.JournalEntry, t *ir.Tool, 
 			tctx = ctx
 		}
 		out, err := exec.Execute(tctx, inv)
+		if lines != nil {
+			lines.Flush()
+		}
 		failpoint.Hit("before-result-saved")
 		ends <- callEnd{e: e, t: t, out: out, err: err}
 	}()

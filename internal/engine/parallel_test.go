@@ -336,17 +336,22 @@ type bufLog struct{ strings.Builder }
 
 func (*bufLog) Close() error { return nil }
 
-// Calls running at once print to the run's one tool log; each write
-// arrives whole.
+// Calls running at once print to the run's one tool log; each line
+// arrives whole, even one a tool printed in several writes (an unbuffered
+// interpreter writes a print's text and its newline apart), and a last
+// line without a newline arrives, ended, when its call ends.
 func TestCallsRunningTogetherShareTheToolLog(t *testing.T) {
 	h := newHarness(t, assistant(call("c1", "lookup", `{"q":"a"}`), call("c2", "lookup", `{"q":"b"}`), call("c3", "lookup", `{"q":"c"}`)), answer("done"))
 	log := &bufLog{}
 	h.log = log
 	all := newBarrier(3)
 	h.exec.fn = together(map[string]*barrier{"c1": all, "c2": all, "c3": all}, func(inv tool.Invocation) (tool.Outcome, error) {
-		for i := 0; i < 200; i++ {
-			fmt.Fprintf(inv.Log, "%s line %d\n", inv.CallID, i)
+		for i := 0; i < 199; i++ {
+			fmt.Fprintf(inv.Log, "%s line", inv.CallID)
+			fmt.Fprintf(inv.Log, " %d", i)
+			fmt.Fprint(inv.Log, "\n")
 		}
+		fmt.Fprintf(inv.Log, "%s line 199", inv.CallID)
 		return tool.Outcome{Output: "ok", Success: true}, nil
 	})
 	st := h.start(NewRun{})

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -1071,4 +1072,46 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// lineWriter is one call's way into the shared tool log: it passes on
+// whole lines only, keeping a partial one until its end arrives (or the
+// call ends: Flush), so that a line a tool prints in several writes — an
+// unbuffered interpreter writes a print's text and its newline apart — is
+// never cut by a line of a call running beside it.
+type lineWriter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	partial []byte
+}
+
+// maxPartialLine bounds what a lineWriter keeps of a line without an end:
+// a tool printing megabytes without a newline is passed on in pieces.
+const maxPartialLine = 64 << 10
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, p...)
+	end := bytes.LastIndexByte(l.partial, '\n') + 1
+	if end == 0 && len(l.partial) < maxPartialLine {
+		return len(p), nil
+	}
+	if end == 0 {
+		end = len(l.partial)
+	}
+	_, err := l.w.Write(l.partial[:end])
+	l.partial = append(l.partial[:0], l.partial[end:]...)
+	return len(p), err
+}
+
+// Flush passes on a last line without an end, once the call is over,
+// ended with a newline, so that the next call's output starts a line.
+func (l *lineWriter) Flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.partial) > 0 {
+		_, _ = l.w.Write(append(l.partial, '\n'))
+		l.partial = nil
+	}
 }

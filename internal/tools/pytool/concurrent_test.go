@@ -36,9 +36,9 @@ if end == "unknown":
 return [x, os.environ["NEXA_CALL_ID"]]
 `
 
-// concurrentCalls runs n calls of one tool at once on ex, sharing one log
-// as the runtime's calls of one reply do, with a mix of endings, and checks
-// that each call got its own arguments, environment and outcome.
+// concurrentCalls runs n calls of one tool at once on ex, with a mix of
+// endings, and checks that each call got its own arguments, environment,
+// outcome and log lines (the engine joins the calls' logs line by line).
 func concurrentCalls(t *testing.T, ex *Executor, sandboxed bool) {
 	t.Helper()
 	decl := bodyTool("sib", siblingsBody, "x", "end", `n:{"type":"integer"}`)
@@ -46,7 +46,10 @@ func concurrentCalls(t *testing.T, ex *Executor, sandboxed bool) {
 	dir := t.TempDir()
 	ends := []string{"ok", "error", "ok", "unknown", "ok", "ok"}
 	n := len(ends)
-	log := &syncBuffer{}
+	logs := make([]*syncBuffer, n)
+	for i := range logs {
+		logs[i] = &syncBuffer{}
+	}
 	type answer struct {
 		out tool.Outcome
 		err error
@@ -59,7 +62,7 @@ func concurrentCalls(t *testing.T, ex *Executor, sandboxed bool) {
 			defer wg.Done()
 			args, _ := json.Marshal(map[string]any{"x": fmt.Sprint("a", i), "end": end, "n": n})
 			out, err := ex.Execute(context.Background(), tool.Invocation{RunID: "run-1", CallID: fmt.Sprint("call-", i), Tool: decl,
-				Arguments: args, WorkDir: dir, Timeout: hangCap, Log: log})
+				Arguments: args, WorkDir: dir, Timeout: hangCap, Log: logs[i]})
 			answers[i] = answer{out, err}
 		}()
 	}
@@ -69,7 +72,7 @@ func concurrentCalls(t *testing.T, ex *Executor, sandboxed bool) {
 		switch end {
 		case "ok":
 			if a.err != nil || !a.out.Success || a.out.Sandboxed != sandboxed {
-				t.Fatalf("call %d: %+v, %v (log %q)", i, a.out, a.err, log.String())
+				t.Fatalf("call %d: %+v, %v (log %q)", i, a.out, a.err, logs[i].String())
 			}
 			var v []string
 			if err := json.Unmarshal([]byte(a.out.Output), &v); err != nil || len(v) != 2 || v[0] != x || v[1] != fmt.Sprint("call-", i) {
@@ -86,8 +89,13 @@ func concurrentCalls(t *testing.T, ex *Executor, sandboxed bool) {
 		}
 	}
 	for i := range ends {
-		if want := fmt.Sprint("log of a", i); !strings.Contains(log.String(), want+"\n") {
-			t.Fatalf("the shared log lacks %q: %q", want, log.String())
+		if want := fmt.Sprint("log of a", i); !strings.Contains(logs[i].String(), want+"\n") {
+			t.Fatalf("the log of call %d lacks %q: %q", i, want, logs[i].String())
+		}
+		for j := range ends {
+			if j != i && strings.Contains(logs[i].String(), fmt.Sprint("log of a", j)+"\n") {
+				t.Fatalf("the log of call %d holds a line of call %d: %q", i, j, logs[i].String())
+			}
 		}
 	}
 }
