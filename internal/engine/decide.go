@@ -130,10 +130,15 @@ func pendingHint(st *state.RunState) string {
 
 // PendingCallIDs lists the calls waiting for a decision, in call order.
 func PendingCallIDs(st *state.RunState) []string {
+	return callIDs(st, (*state.JournalEntry).Pending)
+}
+
+// callIDs lists the calls of st that keep says yes to, in call order.
+func callIDs(st *state.RunState, keep func(*state.JournalEntry) bool) []string {
 	var es []state.JournalEntry
-	for _, e := range st.Journal {
-		if e.Pending() {
-			es = append(es, e)
+	for i := range st.Journal {
+		if keep(&st.Journal[i]) {
+			es = append(es, st.Journal[i])
 		}
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].Seq < es[j].Seq })

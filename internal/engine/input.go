@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -201,18 +200,7 @@ func inputHint(st *state.RunState) string {
 
 // InputCallIDs lists the calls waiting for input, in call order.
 func InputCallIDs(st *state.RunState) []string {
-	var es []state.JournalEntry
-	for _, e := range st.Journal {
-		if e.AwaitingInput() {
-			es = append(es, e)
-		}
-	}
-	sort.Slice(es, func(i, j int) bool { return es[i].Seq < es[j].Seq })
-	ids := make([]string, len(es))
-	for i, e := range es {
-		ids[i] = e.CallID
-	}
-	return ids
+	return callIDs(st, (*state.JournalEntry).AwaitingInput)
 }
 
 // responsesFor turns an answer to e's latest round into MCP's
