@@ -56,7 +56,12 @@ test-slowpython:
 	env -u NEXA_PYTHON PATH="$$dir:$$PATH" $(GO) test -tags $(TESTTAGS) -count=1 -timeout 30m ./...
 
 # Fuzz the parser and the compiler (FUZZTIME each; CI runs a short round).
-FUZZTIME ?= 10s
+# The default is a count of inputs, not a duration: Go 1.26's fuzzing
+# coordinator can report a bare "context deadline exceeded" failure when a
+# duration ends while a starved worker is mid-input (golang/go#75804, fixed
+# in Go 1.27), and a count has no deadline to race. A duration (10s) works
+# too, on a machine with cores to spare.
+FUZZTIME ?= 100000x
 fuzz:
 	$(GO) test -tags $(TESTTAGS) -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/lang
 	$(GO) test -tags $(TESTTAGS) -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) ./internal/compile
