@@ -11,6 +11,7 @@ import (
 
 	"github.com/nexa-run/nexa/internal/engine"
 	"github.com/nexa-run/nexa/internal/resumecmd"
+	"github.com/nexa-run/nexa/internal/session"
 )
 
 // respondSep joins the call id and the answer of one --respond in the
@@ -125,8 +126,15 @@ when nothing else waits for a person.`,
 			if err := checkRunID(args[0]); err != nil {
 				return err
 			}
+			// The answer is kept as the inbox keeps one: without the values
+			// of the secrets this process knows (secret-named environment
+			// variables, the store's password, NEXA_SECRETS).
+			redact, err := session.ServeRedactor(sessionEnv(e), flagString(c, "store"))
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
 			r := engine.Response{CallID: args[1], Answer: string(b), By: decider(e)}
-			st, err := engine.Respond(context.Background(), s, args[0], 0, []engine.Response{r}, nil, testClock()())
+			st, err := engine.Respond(context.Background(), s, args[0], 0, []engine.Response{r}, redact, testClock()())
 			if err := runsWriteError(s, args[0], err); err != nil {
 				return err
 			}
