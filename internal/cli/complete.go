@@ -95,6 +95,7 @@ func addCompletions(e *env, root *cobra.Command) {
 	setArgs(findCommand(root, "runs", "export"), runIDs)
 	setArgs(findCommand(root, "runs", "approve"), runThenCall(pendingCall))
 	setArgs(findCommand(root, "runs", "resolve"), runThenCall(startedCall))
+	setArgs(findCommand(root, "runs", "respond"), runThenCall(awaitingInput))
 
 	if agent := findCommand(root, "agent"); agent != nil {
 		setArgs(agent, func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
@@ -130,6 +131,16 @@ func addCompletions(e *env, root *cobra.Command) {
 		}
 		setFlag(agent, "approve", calls)
 		setFlag(agent, "deny", calls)
+		setFlag(agent, "respond", func(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			resume := flagString(c, "resume")
+			if resume == "last" {
+				resume = completeLastRun(e, c)
+			}
+			if resume == "" {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return withPrefix(completeCallIDs(e, c, resume, awaitingInput, nil), toComplete), cobra.ShellCompDirectiveNoFileComp
+		})
 	}
 
 	// Every --status and --provider flag, wherever it is, takes the same
@@ -303,6 +314,10 @@ func completeLastRun(e *env, c *cobra.Command) string {
 func pendingCall(j *state.JournalEntry) bool {
 	return j.Pending() && !j.Expired(time.Now())
 }
+
+// awaitingInput is a call whose MCP server waits for a person's answer
+// (runs respond, --respond).
+func awaitingInput(j *state.JournalEntry) bool { return j.AwaitingInput() }
 
 // startedCall is a call whose outcome is unknown (runs resolve).
 func startedCall(j *state.JournalEntry) bool { return j.Stage == state.StageStarted }
