@@ -85,6 +85,7 @@ func (j *jsonlStream) observe(ev engine.Event) {
 	case engine.EventRunStopped:
 		l.Type = runevents.RunFinished
 		l.Status = string(ev.Status)
+		l.Error = ev.Text
 	default:
 		return
 	}

@@ -559,7 +559,11 @@ func (d *driver) finish(ctx context.Context, status state.Status, rerr *state.Ru
 	for _, ev := range announce {
 		d.r.observe(ev)
 	}
-	d.r.observe(Event{Kind: EventRunStopped, RunID: d.st.ID, Status: status})
+	stopped := Event{Kind: EventRunStopped, RunID: d.st.ID, Status: status}
+	if rerr != nil {
+		stopped.Text = rerr.Message
+	}
+	d.r.observe(stopped)
 	return stepStop, nil
 }
 

@@ -227,7 +227,11 @@ func (f *Follower) Finish(st *state.RunState) []Event {
 // Finished is the run.finished event of st: its status as saved, at its
 // last write.
 func Finished(st *state.RunState) Event {
-	return Event{Type: RunFinished, RunID: st.ID, Time: Stamp(st.UpdatedAt), Status: string(st.Status)}
+	ev := Event{Type: RunFinished, RunID: st.ID, Time: Stamp(st.UpdatedAt), Status: string(st.Status)}
+	if st.Error != nil {
+		ev.Error = st.Error.Message
+	}
+	return ev
 }
 
 // Forget drops what the follower remembers of calls that completed, once
