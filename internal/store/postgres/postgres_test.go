@@ -155,7 +155,7 @@ func TestDroppedConnectionMidSave(t *testing.T) {
 
 // After a server restart every pooled connection of a handle is dead, and
 // the pool hands them out again (it pings only those idle for a second).
-// A save, a read and a claim on such a connection are run again on a new
+// A save, a read, a claim and a listing on such a connection are run again on a new
 // one, not given up: a worker rides out a PostgreSQL restart (the soak,
 // internal/soak, crashes the server under load). The server's side of the
 // restart is played by terminating the handle's backends.
@@ -211,6 +211,10 @@ func TestLostConnectionsRetried(t *testing.T) {
 	restart()
 	if _, _, err := s.Claim(ctx, state.ClaimRequest{Owner: "w", TTL: time.Second, SourceHashes: []string{"h"}}); err != nil {
 		t.Fatalf("Claim after the server restarted: %v", err)
+	}
+	restart()
+	if runs, err := s.List(ctx, state.Filter{}); err != nil || len(runs) != 1 {
+		t.Fatalf("List after the server restarted: %d runs, %v", len(runs), err)
 	}
 }
 

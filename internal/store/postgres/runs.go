@@ -699,17 +699,23 @@ func where(f state.Filter) (string, []any) {
 // descending), at most f.Limit of them and only those after f.After.
 func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Summary, error) {
 	w, args := where(f)
-	rows, _ := s.pool.Query(ctx, `SELECT `+runrow.SummaryColumns+` FROM nexa_runs`+w, args...)
-	out := []state.Summary{}
-	defer rows.Close()
-	for rows.Next() {
-		sum, err := runrow.ScanSummary(rows.Scan)
-		if err != nil {
-			return nil, s.wrap(fmt.Errorf("list runs: %w", err))
+	var out []state.Summary
+	// One snapshot, read again whole if a restart of the server cut it
+	// off (readTx), like every other read of the store.
+	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		out = []state.Summary{}
+		rows, _ := tx.Query(ctx, `SELECT `+runrow.SummaryColumns+` FROM nexa_runs`+w, args...)
+		defer rows.Close()
+		for rows.Next() {
+			sum, err := runrow.ScanSummary(rows.Scan)
+			if err != nil {
+				return err
+			}
+			out = append(out, sum)
 		}
-		out = append(out, sum)
-	}
-	if err := rows.Err(); err != nil {
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, s.wrap(fmt.Errorf("list runs: %w", err))
 	}
 	return out, nil
