@@ -25,6 +25,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 
@@ -91,13 +92,25 @@ func (p Price) Cost(u state.Usage) (float64, bool) {
 
 // Table is a set of prices by provider kind and model.
 type Table struct {
-	// Written is the date the built-in prices were written.
-	Written string
 	// File is the prices file read over the built-in table ("" if none).
-	File    string
-	builtin map[string]Price
-	user    map[string]Price
+	File string
+	user map[string]Price
 }
+
+// builtin is the embedded table, parsed the first time a built-in price
+// is looked up rather than at every start: most runs (a scripted model, a
+// local server) never need it, and parsing it costs a few tenths of a
+// millisecond.
+var builtin = sync.OnceValue(func() *document {
+	doc, err := parse("builtin.toml", builtinTOML)
+	if err != nil {
+		panic("prices: the embedded table is broken: " + err.Error())
+	}
+	return doc
+})
+
+// Written is the date the built-in prices were written.
+func (t *Table) Written() string { return builtin().written }
 
 // officialBaseURL is the base URL of each provider's own API: the only
 // one the built-in prices apply to.
@@ -107,13 +120,7 @@ var officialBaseURL = map[string]string{
 }
 
 // Builtin is the embedded table alone.
-func Builtin() *Table {
-	doc, err := parse("builtin.toml", builtinTOML)
-	if err != nil {
-		panic("prices: the embedded table is broken: " + err.Error())
-	}
-	return &Table{Written: doc.written, builtin: doc.models}
-}
+func Builtin() *Table { return &Table{} }
 
 // Load is the built-in table with the prices file at path over it (none
 // when path is ""). A file that cannot be read or breaks the format is an
@@ -148,7 +155,7 @@ func (t *Table) Lookup(id state.ProviderIdentity) (Price, bool) {
 		return p, true
 	}
 	if off, ok := officialBaseURL[id.Kind]; ok && strings.TrimRight(id.BaseURL, "/") == off {
-		p, ok := t.builtin[key(id)]
+		p, ok := builtin().models[key(id)]
 		return p, ok
 	}
 	return Price{}, false

@@ -21,7 +21,7 @@ var (
 // and prices each kind of token of a reply at its own rate.
 func TestBuiltinTable(t *testing.T) {
 	tb := Builtin()
-	if tb.Written == "" {
+	if tb.Written() == "" {
 		t.Fatal("the built-in table has no date")
 	}
 	// 1,000 plain input at $3, 10,000 cached at $0.30, 2,000 written
