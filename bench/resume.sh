@@ -11,8 +11,8 @@
 #   binary  nexa binaries (default: one built here with `make build`); with
 #           several (say, before and after a change) the resumes alternate
 #           between them, so that each sees the same load
-# Each resume starts from the same paused store, restored into the run's own
-# working directory, so every resume reads and writes the same files.
+# Each resume starts from its binary's paused store, restored into the run's
+# own working directory, so every resume reads and writes the same files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-15}
@@ -36,21 +36,26 @@ turns.append({"content": "done"})
 json.dump({"model": "scripted", "turns": turns}, open(sys.argv[1], "w"))
 PY
 
-# The paused run, made once by the first binary (the binaries must share a
-# store schema), kept aside as "pristine".
-mkdir "$work/run"
-cd "$work/run"
-set +e
-"${bins[0]}" agent "$nx" Adder add --provider "script:$work/script.json" --store "$work/run/runs.sqlite3" -q >"$work/paused.json"
-code=$?
-set -e
-if [ "$code" -ne 3 ]; then
-	echo "the set-up run exited $code, not 3 (waiting for approval)" >&2
-	exit 1
-fi
-run=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["run_id"])' "$work/paused.json")
-cp -a "$work/run" "$work/pristine"
-echo "paused after $steps rounds: run $run, store $(du -sh "$work/pristine" | cut -f1)"
+# The paused run, made once by each binary (so that each resumes a store of
+# its own schema, never paying a migration), kept aside as "pristine-I".
+# Every binary's run works in the same directory, $work/run.
+declare -a runs_of=()
+for i in "${!bins[@]}"; do
+	rm -rf "$work/run"
+	mkdir "$work/run"
+	cd "$work/run"
+	set +e
+	"${bins[$i]}" agent "$nx" Adder add --provider "script:$work/script.json" --store "$work/run/runs.sqlite3" -q >"$work/paused.json"
+	code=$?
+	set -e
+	if [ "$code" -ne 3 ]; then
+		echo "the set-up run of ${bins[$i]} exited $code, not 3 (waiting for approval)" >&2
+		exit 1
+	fi
+	runs_of[$i]=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["run_id"])' "$work/paused.json")
+	cp -a "$work/run" "$work/pristine-$i"
+done
+echo "paused after $steps rounds: store $(du -sh "$work/pristine-0" | cut -f1)"
 
 # ms CMD...: "wall/CPU" of one process in milliseconds
 ms() {
@@ -68,9 +73,9 @@ for _ in $(seq "$runs"); do
 	for i in "${!bins[@]}"; do
 		cd "$work"
 		rm -rf "$work/run"
-		cp -a "$work/pristine" "$work/run"
+		cp -a "$work/pristine-$i" "$work/run"
 		cd "$work/run"
-		all[$i]+="$(ms "${bins[$i]}" agent "$nx" Adder --resume "$run" --approve call_confirm \
+		all[$i]+="$(ms "${bins[$i]}" agent "$nx" Adder --resume "${runs_of[$i]}" --approve call_confirm \
 			--provider "script:$work/script.json" --store "$work/run/runs.sqlite3" -q) "
 		grep -q '"status": "completed"' "$work/out.json" || {
 			echo "the resume did not complete: $(cat "$work/out.json")" >&2
