@@ -22,8 +22,6 @@ import (
 	"github.com/nexa-run/nexa/internal/state"
 )
 
-func init() { register(newAgentCmd) }
-
 type agentFlags struct {
 	timeout      string
 	resume       string

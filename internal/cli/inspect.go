@@ -13,8 +13,6 @@ import (
 	"github.com/nexa-run/nexa/internal/ir"
 )
 
-func init() { register(newInspectCmd) }
-
 // inspectJSON is the output of `nexa inspect --json` docs/reference/json.md#inspect.
 type inspectJSON struct {
 	SourceHash   string            `json:"source_hash"`

@@ -13,8 +13,6 @@ import (
 	"github.com/nexa-run/nexa/internal/policy"
 )
 
-func init() { register(newPolicyCmd) }
-
 // maxExplainArgs bounds ARGS_JSON read from a file or standard input.
 const maxExplainArgs = 1 << 20
 

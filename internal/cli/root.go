@@ -253,10 +253,12 @@ func unknownSubcommand(c *cobra.Command, name string) error {
 	return usageErrorf("%s (see '%s --help')", msg, c.CommandPath())
 }
 
-// commands are the subcommands registered by the files of this package.
-var commands []func(*env) *cobra.Command
-
-func register(f func(*env) *cobra.Command) { commands = append(commands, f) }
+// commands are the subcommands, each built by its file of this package.
+// They are listed here, not registered by package initialisation, so that
+// nothing of the command line is built before main runs.
+var commands = []func(*env) *cobra.Command{
+	newAgentCmd, newInspectCmd, newPolicyCmd, newRunsCmd, newServeCmd, newValidateCmd, newWorkerCmd,
+}
 
 func versionString() string {
 	v, c := buildStamp()

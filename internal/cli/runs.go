@@ -22,8 +22,6 @@ import (
 	"github.com/nexa-run/nexa/internal/state"
 )
 
-func init() { register(newRunsCmd) }
-
 func newRunsCmd(e *env) *cobra.Command {
 	var storeFlag string
 	cmd := &cobra.Command{

@@ -19,8 +19,6 @@ import (
 	"github.com/nexa-run/nexa/internal/worker"
 )
 
-func init() { register(newServeCmd) }
-
 func newServeCmd(e *env) *cobra.Command {
 	var addr, storeFlag, token, tokenName, user, notify, metricsAddr string
 	var allowHosts []string

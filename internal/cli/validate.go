@@ -9,8 +9,6 @@ import (
 	"github.com/nexa-run/nexa/internal/ir"
 )
 
-func init() { register(newValidateCmd) }
-
 func newValidateCmd(e *env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{

@@ -22,8 +22,6 @@ import (
 	"github.com/nexa-run/nexa/internal/worker"
 )
 
-func init() { register(newWorkerCmd) }
-
 func newWorkerCmd(e *env) *cobra.Command {
 	var (
 		storeFlag    string
