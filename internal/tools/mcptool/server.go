@@ -109,9 +109,6 @@ type Server struct {
 	tools  []ToolInfo
 	byName map[string]int
 	hash   string
-	// tasks says that calls declare the Tasks extension (always: stdio
-	// connections are wrapped by taskConn, HTTP clients by taskRewriter).
-	tasks bool
 
 	mu       sync.Mutex
 	closed   bool
@@ -196,8 +193,8 @@ func Connect(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 		handler = slog.NewTextHandler(opts.Log, &slog.HandlerOptions{Level: slog.LevelWarn})
 	}
 	// Both transports can follow a task: taskConn (stdio) and
-	// taskRewriter (HTTP) hand its answer to Call.
-	s.tasks = true
+	// taskRewriter (HTTP) hand its answer to Call, so every call declares
+	// the Tasks extension.
 	caps := &mcp.ClientCapabilities{}
 	caps.AddExtension(ExtTasks, map[string]any{})
 	client := mcp.NewClient(&mcp.Implementation{Name: opts.ClientName, Version: opts.ClientVersion}, &mcp.ClientOptions{
@@ -397,15 +394,9 @@ func (s *Server) CallWith(ctx context.Context, name string, args json.RawMessage
 		defer rcancel()
 	}
 	params := &mcp.CallToolParams{Name: name, Arguments: arguments}
-	meta := mcp.Meta{}
+	params.Meta = mcp.Meta{metaClientCapabilities: s.callCapabilities()}
 	if o.IdempotencyKey != "" {
-		meta[MetaIdempotencyKey] = o.IdempotencyKey
-	}
-	if s.tasks {
-		meta[metaClientCapabilities] = s.callCapabilities()
-	}
-	if len(meta) > 0 {
-		params.Meta = meta
+		params.Meta[MetaIdempotencyKey] = o.IdempotencyKey
 	}
 	if o.Input != nil {
 		// The retry of a call whose server asked for input: the same
