@@ -118,20 +118,12 @@ func formSchema(v any) (json.RawMessage, error) {
 	if v == nil {
 		return nil, fmt.Errorf("it has none")
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	d, err := schemacheck.Decode(b)
+	out, d, err := canonicalValue(v)
 	if err != nil {
 		return nil, err
 	}
 	if _, ok := d.(map[string]any); !ok {
 		return nil, fmt.Errorf("it is not a JSON object")
-	}
-	out, err := canonicalJSON(d)
-	if err != nil {
-		return nil, err
 	}
 	if _, err := schemacheck.Compile(out); err != nil {
 		return nil, err

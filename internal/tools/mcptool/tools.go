@@ -144,13 +144,7 @@ func toolInfo(t *mcp.Tool, trusted bool) (ToolInfo, error) {
 		Annotations: a,
 	}
 	if t.OutputSchema != nil {
-		b, err := json.Marshal(t.OutputSchema)
-		if err == nil {
-			var v any
-			if v, err = schemacheck.Decode(b); err == nil {
-				b, err = canonicalJSON(v)
-			}
-		}
+		b, _, err := canonicalValue(t.OutputSchema)
 		if err != nil {
 			return ToolInfo{}, fmt.Errorf("output schema of tool %q: %w", t.Name, err)
 		}
@@ -211,6 +205,25 @@ func canonicalJSON(v any) ([]byte, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
+// canonicalValue re-reads v, a JSON value as the SDK decoded it, the way
+// nexa reads JSON (schemacheck.Decode: numbers exact), and returns its
+// canonical encoding and the value read.
+func canonicalValue(v any) ([]byte, any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := schemacheck.Decode(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := canonicalJSON(d)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, d, nil
+}
+
 // schemaHash is "sha256:<hex>" over the canonical encoding of the tools,
 // sorted by name: names, descriptions, normalised input schemas and
 // annotation hints, which is everything the model and the approval policy
@@ -268,15 +281,10 @@ func structuredOutcome(info ToolInfo, res *mcp.CallToolResult) tool.Outcome {
 	text := resultText(res)
 	out := tool.Outcome{Output: text, Success: !res.IsError}
 	var structured []byte
+	var value any // structured, decoded
 	if res.StructuredContent != nil {
-		b, err := json.Marshal(res.StructuredContent)
-		if err == nil {
-			var v any
-			if v, err = schemacheck.Decode(b); err == nil {
-				structured, err = canonicalJSON(v)
-			}
-		}
-		if err != nil {
+		var err error
+		if structured, value, err = canonicalValue(res.StructuredContent); err != nil {
 			out.Success = false
 			out.Output = joinText(text, fmt.Sprintf("error: MCP tool %s returned structured content nexa cannot read: %v", info.Name, err))
 			return out
@@ -298,8 +306,7 @@ func structuredOutcome(info ToolInfo, res *mcp.CallToolResult) tool.Outcome {
 	case structured == nil:
 		problem = "it declares an output schema but returned no structured content"
 	default:
-		v, _ := schemacheck.Decode(structured)
-		if ps := info.output.Validate(v); len(ps) > 0 {
+		if ps := info.output.Validate(value); len(ps) > 0 {
 			problem = "its structured content does not match its output schema: " + schemacheck.Explain(ps, maxProblems)
 		}
 	}
