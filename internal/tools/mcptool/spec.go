@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -70,11 +71,9 @@ type OAuthSpec struct {
 	Scope string
 }
 
-// oauthKeys are the OAuth settings an HTTP spec may carry after its URL.
-var oauthKeys = []string{"client_id", "client_secret", "token_url", "scope"}
-
-// httpKeys are all the settings an HTTP spec may carry after its URL.
-var httpKeys = append(append([]string(nil), oauthKeys...), trustKey)
+// httpKeys are the settings an HTTP spec may carry after its URL: the
+// OAuth ones and trust.
+var httpKeys = []string{"client_id", "client_secret", "token_url", "scope", trustKey}
 
 // String returns the spec as written, for messages.
 func (s Spec) String() string { return s.Raw }
@@ -294,7 +293,6 @@ func parseStdio(raw string) (Spec, error) {
 		return Spec{}, fmt.Errorf("mcptool: MCP server %q: %w", raw, err)
 	}
 	sp := Spec{Raw: raw, Transport: TransportStdio}
-	trustSeen := false
 	for len(words) > 0 {
 		name, value, ok := words[0].assignment()
 		if !ok {
@@ -302,11 +300,7 @@ func parseStdio(raw string) (Spec, error) {
 		}
 		words = words[1:]
 		if name == trustKey {
-			if trustSeen {
-				return Spec{}, fmt.Errorf("mcptool: MCP server %q: setting %s is given twice", raw, trustKey)
-			}
-			trustSeen = true
-			if sp.TrustAnnotations, err = parseTrust(raw, value); err != nil {
+			if err := sp.setTrust(value); err != nil {
 				return Spec{}, err
 			}
 			continue
@@ -327,14 +321,19 @@ func parseStdio(raw string) (Spec, error) {
 	return sp, nil
 }
 
-// parseTrust reads the value of a trust= setting: only "annotations",
-// written out. Anything else is an error rather than "untrusted", so that
-// a program never believes it said something nexa did not read.
-func parseTrust(raw string, value word) (bool, error) {
-	if _, ref := value.hasRef(); ref || value.literal() != trustValue {
-		return false, fmt.Errorf("mcptool: MCP server %q: %s=%s: the only trust setting is %s=%s (the server's tool annotations set who approves its calls); leave it out to trust no annotation", raw, trustKey, value.literal(), trustKey, trustValue)
+// setTrust reads the value of a trust= setting into sp: only
+// "annotations", written out, and only once. Anything else is an error
+// rather than "untrusted", so that a program never believes it said
+// something nexa did not read.
+func (sp *Spec) setTrust(value word) error {
+	if sp.TrustAnnotations {
+		return fmt.Errorf("mcptool: MCP server %q: setting %s is given twice", sp.Raw, trustKey)
 	}
-	return true, nil
+	if _, ref := value.hasRef(); ref || value.literal() != trustValue {
+		return fmt.Errorf("mcptool: MCP server %q: %s=%s: the only trust setting is %s=%s (the server's tool annotations set who approves its calls); leave it out to trust no annotation", sp.Raw, trustKey, value.literal(), trustKey, trustValue)
+	}
+	sp.TrustAnnotations = true
+	return nil
 }
 
 // parseHTTP reads an HTTP spec: the URL, then optional key=value settings
@@ -373,11 +372,7 @@ func parseHTTP(raw string) (Spec, error) {
 		if !ok {
 			return Spec{}, fmt.Errorf("mcptool: MCP server %q: invalid setting %q after the URL; write key=value with key one of %s", raw, w.literal(), strings.Join(httpKeys, ", "))
 		}
-		known := false
-		for _, k := range httpKeys {
-			known = known || k == name
-		}
-		if !known {
+		if !slices.Contains(httpKeys, name) {
 			return Spec{}, fmt.Errorf("mcptool: MCP server %q: unknown setting %q; an HTTP server takes %s", raw, name, strings.Join(httpKeys, ", "))
 		}
 		if _, dup := settings[name]; dup {
@@ -386,7 +381,7 @@ func parseHTTP(raw string) (Spec, error) {
 		settings[name] = EnvVar{Name: name, value: value}
 	}
 	if trust, ok := settings[trustKey]; ok {
-		if sp.TrustAnnotations, err = parseTrust(raw, trust.value); err != nil {
+		if err := sp.setTrust(trust.value); err != nil {
 			return Spec{}, err
 		}
 		delete(settings, trustKey)
