@@ -79,6 +79,11 @@ func (t taskState) pollInterval() time.Duration {
 	return min(max(d, minPollInterval), maxPollInterval)
 }
 
+// ended reports whether the task has its final status (taskOutcome).
+func (t taskState) ended() bool {
+	return t.Status == taskCompleted || t.Status == taskFailed || t.Status == taskCancelled
+}
+
 type taskParams struct {
 	mcp.ParamsBase
 	TaskID string `json:"taskId"`
@@ -230,10 +235,10 @@ func (s *Server) awaitTask(ctx context.Context, name string, t taskState, o Call
 		deadline = timer.C
 	}
 	for {
-		switch t.Status {
-		case taskCompleted, taskFailed, taskCancelled:
+		if t.ended() {
 			return s.taskOutcome(name, t, "")
-		case taskInputRequired:
+		}
+		if t.Status == taskInputRequired {
 			return s.cancelTask(ctx, name, t, "it asked for input, which nexa does not give to a task")
 		}
 		wait := time.NewTimer(t.pollInterval())
@@ -306,8 +311,7 @@ func (s *Server) cancelTask(ctx context.Context, name string, t taskState, why s
 		next, err := s.getTask(cctx, t.TaskID)
 		if err == nil {
 			t = next
-			switch t.Status {
-			case taskCompleted, taskFailed, taskCancelled:
+			if t.ended() {
 				return s.taskOutcome(name, t, why)
 			}
 		}
