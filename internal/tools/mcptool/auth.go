@@ -261,11 +261,7 @@ func (t *authTransport) refused(resp *http.Response, reason string) error {
 }
 
 // CloseIdleConnections passes on to the base transport.
-func (t *authTransport) CloseIdleConnections() {
-	if ci, ok := t.base.(interface{ CloseIdleConnections() }); ok {
-		ci.CloseIdleConnections()
-	}
-}
+func (t *authTransport) CloseIdleConnections() { closeIdle(t.base) }
 
 func drain(resp *http.Response) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

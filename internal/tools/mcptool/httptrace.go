@@ -104,8 +104,12 @@ func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // CloseIdleConnections drops pooled connections, so the next request dials
 // afresh: after a failure, a kept-alive connection to a server that died
 // would make a request that never ran look like one that may have.
-func (t *tracingTransport) CloseIdleConnections() {
-	for _, rt := range []http.RoundTripper{t.base, t.fresh} {
+func (t *tracingTransport) CloseIdleConnections() { closeIdle(t.base, t.fresh) }
+
+// closeIdle passes CloseIdleConnections on to the transports that have it,
+// as the wrappers of the HTTP client's transport all do.
+func closeIdle(rts ...http.RoundTripper) {
+	for _, rt := range rts {
 		if ci, ok := rt.(interface{ CloseIdleConnections() }); ok {
 			ci.CloseIdleConnections()
 		}

@@ -42,11 +42,7 @@ func (t taskRewriter) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // CloseIdleConnections passes on to the base transport.
-func (t taskRewriter) CloseIdleConnections() {
-	if ci, ok := t.base.(interface{ CloseIdleConnections() }); ok {
-		ci.CloseIdleConnections()
-	}
-}
+func (t taskRewriter) CloseIdleConnections() { closeIdle(t.base) }
 
 // toolCallID returns the compact JSON id of a tools/call request in req's
 // body, or nil. The body is read through GetBody, which the SDK's requests
