@@ -336,7 +336,7 @@ func (w *Worker) start(ctx context.Context, id string, l *state.Lease, claimTook
 		began := time.Now()
 		d := session.WorkerDrive{Env: w.o.Env, Store: w.o.Store, Dir: w.o.Dir, Owner: w.o.Owner, Stop: stop,
 			Now: w.o.Now, LeaseTTL: w.o.LeaseTTL, Observe: w.o.Telemetry.Event, OnRenew: w.o.Telemetry.LeaseRenewed}
-		st, err := d.Drive(ctx, id, l, w.byHash[hdr.Config.SourceHash])
+		st, err := d.Drive(ctx, hdr, l, w.byHash[hdr.Config.SourceHash])
 		status := state.Status("")
 		if st != nil {
 			status = st.Status
