@@ -175,9 +175,6 @@ func New(o Options) (*Worker, error) {
 	return w, nil
 }
 
-// Owner is the name the worker's leases carry.
-func (w *Worker) Owner() string { return w.o.Owner }
-
 // Run claims and drives runs until drain is closed or ctx ends. On drain
 // it claims nothing more, asks every driven run to stop after its current
 // step, and returns nil once all are saved and released, or
