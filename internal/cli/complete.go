@@ -111,11 +111,15 @@ func addCompletions(e *env, root *cobra.Command) {
 			offered := append([]string{completionItem("last", "the newest run waiting for a person or with unknown outcomes")}, completeRunIDs(e, c, args)...)
 			return withPrefix(offered, toComplete), cobra.ShellCompDirectiveNoFileComp
 		})
-		calls := func(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-			resume := flagString(c, "resume")
-			if resume == "last" {
-				resume = completeLastRun(e, c)
+		// resumed is the run --resume names ("last" looked up), or "".
+		resumed := func(c *cobra.Command) string {
+			if resume := flagString(c, "resume"); resume != "last" {
+				return resume
 			}
+			return completeLastRun(e, c)
+		}
+		calls := func(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			resume := resumed(c)
 			if resume == "" {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
@@ -132,10 +136,7 @@ func addCompletions(e *env, root *cobra.Command) {
 		setFlag(agent, "approve", calls)
 		setFlag(agent, "deny", calls)
 		setFlag(agent, "respond", func(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-			resume := flagString(c, "resume")
-			if resume == "last" {
-				resume = completeLastRun(e, c)
-			}
+			resume := resumed(c)
 			if resume == "" {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}

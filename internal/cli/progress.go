@@ -151,10 +151,12 @@ func (p *progressPrinter) spinOn(label string, since time.Time) {
 	}(p.spin, p.done)
 }
 
+// spinnerFrames are the live line's spinner, one per redraw.
+var spinnerFrames = [...]string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
 // draw writes the live line; the caller holds p.mu.
 func (p *progressPrinter) draw() {
-	frames := []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
-	fmt.Fprintf(p.w, "\r\033[K%s %s %s", p.sprint(color.FgCyan, frames[p.frame%len(frames)]), p.label, seconds(p.clock().Sub(p.started)))
+	fmt.Fprintf(p.w, "\r\033[K%s %s %s", p.sprint(color.FgCyan, spinnerFrames[p.frame%len(spinnerFrames)]), p.label, seconds(p.clock().Sub(p.started)))
 }
 
 // stopSpinner stops redrawing the live line; the next line() replaces it.

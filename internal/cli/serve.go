@@ -126,22 +126,14 @@ unreadable), 2 usage error.`,
 				}
 				o.Execute = handOver{store: s, wake: wake}
 			}
-			metricsDone := make(chan error, 1)
+			stopMetrics := func() error { return nil }
 			if metricsAddr != "" {
-				bound := make(chan struct{})
-				go func() {
-					metricsDone <- telemetry.ServeMetrics(ctx, metricsAddr, metrics.Handler(), func(a string) {
-						fmt.Fprintf(e.stderr, "nexa serve: metrics at http://%s/metrics\n", a)
-						close(bound)
-					})
-				}()
-				select {
-				case <-bound:
-				case err := <-metricsDone:
+				stopMetrics, err = startMetrics(ctx, metricsAddr, metrics.Handler(), func(a string) {
+					fmt.Fprintf(e.stderr, "nexa serve: metrics at http://%s/metrics\n", a)
+				})
+				if err != nil {
 					return &exitError{code: ExitFailed, msg: err.Error()}
 				}
-			} else {
-				metricsDone <- nil
 			}
 			if notify != "" {
 				o.Notify = &serve.Notifier{URL: notify, Secret: e.getenv("NEXA_NOTIFY_SECRET"), Store: s, Interval: interval,
@@ -168,7 +160,7 @@ unreadable), 2 usage error.`,
 				fmt.Fprintf(e.stderr, "nexa serve: inbox at http://%s (store %s)\n", bound, o.StoreName)
 			})
 			stop() // the metrics listener stops with the server
-			if merr := <-metricsDone; err == nil && merr != nil {
+			if merr := stopMetrics(); err == nil && merr != nil {
 				err = merr
 			}
 			if err != nil {

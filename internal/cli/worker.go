@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -127,22 +128,13 @@ func runWorker(e *env, s session.Store, wd string, progs []worker.Program, metri
 	ctx, stopNow := context.WithCancel(context.Background())
 	defer stopNow()
 	if metricsAddr != "" {
-		mctx, stopMetrics := context.WithCancel(context.Background())
-		served := make(chan error, 1)
-		bound := make(chan struct{})
-		go func() {
-			served <- telemetry.ServeMetrics(mctx, metricsAddr, metrics.Handler(), func(a string) {
-				o.Log.Info("metrics", "url", "http://"+a+"/metrics")
-				close(bound)
-			})
-		}()
-		select {
-		case <-bound:
-		case err := <-served:
-			stopMetrics()
+		stopMetrics, err := startMetrics(context.Background(), metricsAddr, metrics.Handler(), func(a string) {
+			o.Log.Info("metrics", "url", "http://"+a+"/metrics")
+		})
+		if err != nil {
 			return &exitError{code: ExitFailed, msg: err.Error()}
 		}
-		defer func() { stopMetrics(); <-served }()
+		defer func() { _ = stopMetrics() }()
 	}
 	drain := make(chan struct{})
 	sigs := make(chan os.Signal, 2)
@@ -167,6 +159,30 @@ func runWorker(e *env, s session.Store, wd string, progs []worker.Program, metri
 		return &exitError{code: ExitInterrupted, msg: "worker stopped with runs still held; their leases expire and another worker takes them over"}
 	}
 	return &exitError{code: ExitFailed, msg: err.Error()}
+}
+
+// startMetrics serves h at GET /metrics on addr in the background
+// (telemetry.ServeMetrics) once the address is bound, which announce is
+// told; an address that cannot be bound is the error. The listener stops
+// when ctx ends or stop is called; stop waits for it and returns how
+// serving ended.
+func startMetrics(ctx context.Context, addr string, h http.Handler, announce func(bound string)) (stop func() error, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	bound := make(chan struct{})
+	go func() {
+		served <- telemetry.ServeMetrics(ctx, addr, h, func(a string) {
+			announce(a)
+			close(bound)
+		})
+	}()
+	select {
+	case <-bound:
+		return func() error { cancel(); return <-served }, nil
+	case err := <-served:
+		cancel()
+		return nil, err
+	}
 }
 
 // workerPrograms compiles the programs a worker offers: FILE… (each must

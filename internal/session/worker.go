@@ -49,12 +49,14 @@ type WorkerDrive struct {
 // until a person looks at it.
 var ErrCannotDrive = errors.New("the worker cannot drive the run")
 
-// Drive continues run runID, claimed with lease l, until it stops, and
-// releases the lease. prog is the worker's program with the run's source
-// hash. It returns the run as last saved. A run that stops again (waiting
-// for a person, an unknown outcome, interrupted by Stop) is not an error.
-func (w WorkerDrive) Drive(ctx context.Context, runID string, l *state.Lease, prog *ir.Program) (*state.RunState, error) {
-	run, sess, runner, err := w.setup(ctx, runID, l, prog)
+// Drive continues the run whose header (engine.Header) the worker read
+// after claiming it with lease l, until it stops, and releases the lease.
+// prog is the worker's program with the run's source hash. It returns the
+// run as last saved. A run that stops again (waiting for a person, an
+// unknown outcome, interrupted by Stop) is not an error.
+func (w WorkerDrive) Drive(ctx context.Context, run *state.RunState, l *state.Lease, prog *ir.Program) (*state.RunState, error) {
+	runID := run.ID
+	sess, runner, err := w.setup(ctx, run, l, prog)
 	if err != nil {
 		release(w.Store, runID, l)
 		return run, w.fail(runID, err)
@@ -75,22 +77,18 @@ func (w WorkerDrive) Drive(ctx context.Context, runID string, l *state.Lease, pr
 	return st, err
 }
 
-// setup reads the run's header and assembles its session and runner.
-func (w WorkerDrive) setup(ctx context.Context, runID string, l *state.Lease, prog *ir.Program) (*state.RunState, *Session, *engine.Runner, error) {
-	run, err := engine.Header(ctx, w.Store, runID)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	c := run.Config
+// setup assembles the session and runner of run (its header).
+func (w WorkerDrive) setup(ctx context.Context, run *state.RunState, l *state.Lease, prog *ir.Program) (*Session, *engine.Runner, error) {
+	runID, c := run.ID, run.Config
 	if c.SourceHash != prog.Hash {
-		return run, nil, nil, refuse(engine.CodeSourceChanged, fmt.Sprintf("run %s is of program %s, not the worker's %s", runID, c.SourceHash, prog.Hash))
+		return nil, nil, refuse(engine.CodeSourceChanged, fmt.Sprintf("run %s is of program %s, not the worker's %s", runID, c.SourceHash, prog.Hash))
 	}
 	if c.Choice == nil {
-		return run, nil, nil, refuse(engine.CodeUsage, fmt.Sprintf("run %s was started by a nexa that did not record its provider choice; continue it with nexa agent %s %s --resume %s", runID, c.SourceFile, c.Agent, runID))
+		return nil, nil, refuse(engine.CodeUsage, fmt.Sprintf("run %s was started by a nexa that did not record its provider choice; continue it with nexa agent %s %s --resume %s", runID, c.SourceFile, c.Agent, runID))
 	}
 	agent := prog.Agent(c.Agent)
 	if agent == nil {
-		return run, nil, nil, refuse(engine.CodeAgentChanged, fmt.Sprintf("run %s: the worker's program declares no agent %s", runID, c.Agent))
+		return nil, nil, refuse(engine.CodeAgentChanged, fmt.Sprintf("run %s: the worker's program declares no agent %s", runID, c.Agent))
 	}
 	choice := *c.Choice
 	if path, ok := strings.CutPrefix(choice.Provider, "script:"); ok {
@@ -103,15 +101,15 @@ func (w WorkerDrive) setup(ctx context.Context, runID string, l *state.Lease, pr
 	sess, err := Prepare(Options{Env: w.Env, Program: prog, Agent: agent, Policy: policy,
 		Provider: ProviderOptions{Provider: choice.Provider, Model: choice.Model, BaseURL: choice.BaseURL, Resume: true}})
 	if err != nil {
-		return run, nil, nil, err
+		return nil, nil, err
 	}
 	runner, err := sess.Connect(ctx, RunOptions{Store: w.Store, RunID: runID, WorkDir: w.Dir, ToolDir: w.Dir, Resume: true,
 		Stop: w.Stop, NoStream: choice.NoStream, Now: w.Now, LeaseTTL: w.LeaseTTL, Owner: l.Owner, Observe: w.Observe, OnRenew: w.OnRenew})
 	if err != nil {
 		sess.Close()
-		return run, nil, nil, err
+		return nil, nil, err
 	}
-	return run, sess, runner, nil
+	return sess, runner, nil
 }
 
 // inDir maps a path the run recorded to the worker's directory: a path

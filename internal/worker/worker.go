@@ -175,9 +175,6 @@ func New(o Options) (*Worker, error) {
 	return w, nil
 }
 
-// Owner is the name the worker's leases carry.
-func (w *Worker) Owner() string { return w.o.Owner }
-
 // Run claims and drives runs until drain is closed or ctx ends. On drain
 // it claims nothing more, asks every driven run to stop after its current
 // step, and returns nil once all are saved and released, or
@@ -336,7 +333,7 @@ func (w *Worker) start(ctx context.Context, id string, l *state.Lease, claimTook
 		began := time.Now()
 		d := session.WorkerDrive{Env: w.o.Env, Store: w.o.Store, Dir: w.o.Dir, Owner: w.o.Owner, Stop: stop,
 			Now: w.o.Now, LeaseTTL: w.o.LeaseTTL, Observe: w.o.Telemetry.Event, OnRenew: w.o.Telemetry.LeaseRenewed}
-		st, err := d.Drive(ctx, id, l, w.byHash[hdr.Config.SourceHash])
+		st, err := d.Drive(ctx, hdr, l, w.byHash[hdr.Config.SourceHash])
 		status := state.Status("")
 		if st != nil {
 			status = st.Status

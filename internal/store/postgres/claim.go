@@ -96,7 +96,7 @@ func (s *Store) Claim(ctx context.Context, req state.ClaimRequest) (string, *sta
 				FOR UPDATE SKIP LOCKED)
 			UPDATE nexa_runs r SET lease_owner = $3, lease_epoch = r.lease_epoch + 1,
 				lease_expires = now() + $4::bigint * interval '1 microsecond'
-			FROM c WHERE r.id = c.id AND (r.runnable OR r.wake_at <= now()) AND NOT (r.lease_owner IS NOT NULL AND r.lease_expires > now())
+			FROM c WHERE r.id = c.id AND `+claimable+` AND NOT `+live+`
 			RETURNING r.id, r.lease_epoch, r.lease_expires, r.revision`,
 			req.SourceHashes, skip, req.Owner, micros(req.TTL)).Scan(&id, &l.Epoch, &expires, &l.Revision)
 		if errors.Is(err, pgx.ErrNoRows) {
