@@ -53,23 +53,41 @@ func segmentEnd(run *state.RunState, err error) (status, errType string) {
 
 // RunCounter counts the runs of st by status for the nexa_runs gauge:
 // every known status is present (0 when no run has it), so a dashboard
-// sees a status drop to zero rather than vanish.
+// sees a status drop to zero rather than vanish. A store that counts in
+// one query (state.StatusCounter) is asked to; another is listed.
 func RunCounter(st state.Store) telemetry.RunCounter {
 	return func(ctx context.Context) (map[string]int, error) {
-		runs, err := st.List(ctx, state.Filter{})
+		byStatus, err := countByStatus(ctx, st)
 		if err != nil {
 			return nil, err
 		}
 		counts := map[string]int{}
-		for _, s := range []state.Status{state.StatusRunning, state.StatusWaitingApproval, state.StatusWaitingInput, state.StatusUnknownOutcome,
-			state.StatusInterrupted, state.StatusFailed, state.StatusCompleted, state.StatusTimedOut, state.StatusBudgetExhausted} {
+		for _, s := range []state.Status{state.StatusQueued, state.StatusRunning, state.StatusWaitingApproval, state.StatusWaitingInput,
+			state.StatusUnknownOutcome, state.StatusInterrupted, state.StatusFailed, state.StatusCompleted, state.StatusTimedOut,
+			state.StatusBudgetExhausted} {
 			counts[string(s)] = 0
 		}
-		for _, r := range runs {
-			counts[string(r.Status)]++
+		for s, n := range byStatus {
+			counts[string(s)] += n
 		}
 		return counts, nil
 	}
+}
+
+// countByStatus counts the runs of st by status.
+func countByStatus(ctx context.Context, st state.Store) (map[state.Status]int, error) {
+	if c, ok := st.(state.StatusCounter); ok {
+		return c.CountByStatus(ctx)
+	}
+	runs, err := st.List(ctx, state.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[state.Status]int{}
+	for _, r := range runs {
+		out[r.Status]++
+	}
+	return out, nil
 }
 
 // observedProvider gives each model request of run runID a chat span and

@@ -151,6 +151,14 @@ type ClaimRequest struct {
 	SkipAgents []string
 }
 
+// StatusCounter is a Store that counts its runs by status in one query,
+// without reading them (the nexa_runs gauge of every metrics scrape).
+type StatusCounter interface {
+	// CountByStatus is how many runs have each status; a status no run
+	// has is absent.
+	CountByStatus(ctx context.Context) (map[Status]int, error)
+}
+
 // Claimer is a Store from which workers take runnable runs (Runnable).
 // It is separate from Store so that Store stays what every command needs.
 type Claimer interface {

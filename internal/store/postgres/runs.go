@@ -697,6 +697,32 @@ func where(f state.Filter) (string, []any) {
 
 // List returns the runs matching f, newest first (created_at, then id,
 // descending), at most f.Limit of them and only those after f.After.
+// CountByStatus counts the runs by status in one query over the status
+// index (state.StatusCounter).
+func (s *Store) CountByStatus(ctx context.Context) (map[state.Status]int, error) {
+	out := map[state.Status]int{}
+	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		clear(out)
+		rows, _ := tx.Query(ctx, `SELECT status, count(*) FROM nexa_runs GROUP BY status`)
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				status string
+				n      int
+			)
+			if err := rows.Scan(&status, &n); err != nil {
+				return err
+			}
+			out[state.Status(status)] = n
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, s.wrap(fmt.Errorf("count runs: %w", err))
+	}
+	return out, nil
+}
+
 func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Summary, error) {
 	w, args := where(f)
 	var out []state.Summary

@@ -878,6 +878,31 @@ func limit(f state.Filter) int {
 // List returns the runs matching f, newest first (created_at, then id,
 // descending), at most f.Limit of them and only those after f.After; a
 // zero Filter lists every run.
+// CountByStatus counts the runs by status in one query over the status
+// index (state.StatusCounter).
+func (s *SQLite) CountByStatus(ctx context.Context) (map[state.Status]int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT status, count(*) FROM runs GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("count runs: %w", dbErr(ctx, err))
+	}
+	defer rows.Close()
+	out := map[state.Status]int{}
+	for rows.Next() {
+		var (
+			status string
+			n      int
+		)
+		if err := rows.Scan(&status, &n); err != nil {
+			return nil, fmt.Errorf("count runs: %w", dbErr(ctx, err))
+		}
+		out[state.Status(status)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count runs: %w", dbErr(ctx, err))
+	}
+	return out, nil
+}
+
 func (s *SQLite) List(ctx context.Context, f state.Filter) ([]state.Summary, error) {
 	w, args := where(f, s.now())
 	rows, err := s.db.QueryContext(ctx, `SELECT `+runrow.SummaryColumns+`

@@ -72,6 +72,7 @@ type behaviour struct {
 }
 
 var behaviours = []behaviour{
+	{"count: runs counted by status in one query agree with List", countByStatus},
 	{"compare-and-set: of two writers of one revision exactly one saves", compareAndSet},
 	{"lease: a held run cannot be acquired, updated or saved without the lease", leaseExcludes},
 	{"lease: a run created with a lease is held from its first revision", createLeased},
@@ -891,4 +892,29 @@ func claimExpired(t *testing.T, h *harness) {
 		t.Fatalf("Claim once the second wait ran out: %q, %v; want run_a_future", id, err)
 	}
 	none("of a run of nexa agent or of a wait without a bound")
+}
+
+func countByStatus(t *testing.T, h *harness) {
+	s := h.handle()
+	c, ok := s.(state.StatusCounter)
+	if !ok {
+		t.Fatalf("%T does not count runs by status", s)
+	}
+	got, err := c.CountByStatus(ctx)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("CountByStatus of an empty store: %v, %v", got, err)
+	}
+	for i, status := range []state.Status{state.StatusCompleted, state.StatusCompleted, state.StatusFailed} {
+		st := run(fmt.Sprintf("run_count%d", i), time.Time{})
+		st.Status = status
+		mustCreate(t, s, st)
+	}
+	got, err = c.CountByStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[state.Status]int{state.StatusCompleted: 2, state.StatusFailed: 1}
+	if len(got) != len(want) || got[state.StatusCompleted] != 2 || got[state.StatusFailed] != 1 {
+		t.Fatalf("CountByStatus = %v, want %v", got, want)
+	}
 }
