@@ -288,13 +288,7 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 	}
 	// Answers to input requests are checked before any decision is
 	// applied, so a refusal of either leaves the run as loaded.
-	rs := make([]Response, len(o.Responses))
-	for i, resp := range o.Responses {
-		if resp.At.IsZero() {
-			resp.At = now
-		}
-		rs[i] = resp
-	}
+	rs := stampResponses(o.Responses, now)
 	wire, err := checkResponses(run, rs, r.redact)
 	if err != nil {
 		return run, err
@@ -405,13 +399,7 @@ func HandOver(ctx context.Context, s state.Store, runID string, ds []Decision, o
 		if now.IsZero() {
 			now = time.Now()
 		}
-		rs := make([]Response, len(o.Responses))
-		for i, resp := range o.Responses {
-			if resp.At.IsZero() {
-				resp.At = now
-			}
-			rs[i] = resp
-		}
+		rs := stampResponses(o.Responses, now)
 		wire, err := checkResponses(st, rs, o.Redact)
 		if err != nil {
 			return d, err
@@ -457,6 +445,18 @@ func stamp(ds []Decision, now time.Time) []Decision {
 			d.At = now
 		}
 		out[i] = d
+	}
+	return out
+}
+
+// stampResponses is stamp for answers to input requests.
+func stampResponses(rs []Response, now time.Time) []Response {
+	out := make([]Response, len(rs))
+	for i, r := range rs {
+		if r.At.IsZero() {
+			r.At = now
+		}
+		out[i] = r
 	}
 	return out
 }
