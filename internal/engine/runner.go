@@ -410,11 +410,11 @@ func (r *Runner) drive(ctx context.Context, st *state.RunState, crashed bool) (*
 
 // driver carries one drive of one run.
 type driver struct {
-	r   *Runner
-	st  *state.RunState
-	log ToolLog
-	// toolOut is what tools print to: log behind a lock, since calls of
-	// one reply may print at the same time. Nil when there is no log.
+	r  *Runner
+	st *state.RunState
+	// toolOut is what tools print to: the run's ToolLog behind a lock,
+	// since calls of one reply may print at the same time. Nil when there
+	// is no log.
 	toolOut io.Writer
 
 	// What the loop asks of the run at every step is kept here, built
@@ -460,7 +460,7 @@ type heldResult struct {
 }
 
 func newDriver(r *Runner, st *state.RunState, log ToolLog) *driver {
-	d := &driver{r: r, st: st, log: log, callIdx: make(map[string]int, len(st.Journal))}
+	d := &driver{r: r, st: st, callIdx: make(map[string]int, len(st.Journal))}
 	if log != nil {
 		d.toolOut = &lockedWriter{w: log}
 	}
