@@ -323,13 +323,12 @@ func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) 
 		// Nothing runs here: the run is recorded for the workers, free,
 		// and a worker that has its program claims it.
 		st.Status, st.Config.Driver, st.Lease = state.StatusQueued, state.DriverWorker, nil
-		if err := r.store.Create(ctx, st); err != nil {
-			return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
-		}
-		return st, nil
 	}
 	if err := r.store.Create(ctx, st); err != nil {
 		return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
+	}
+	if nr.Detach {
+		return st, nil
 	}
 	defer release(r.store, st.ID, st.Lease)
 	stop := r.keepLease(st.ID, st.Lease)
