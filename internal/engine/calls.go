@@ -314,9 +314,7 @@ func (d *driver) runBatch(ctx context.Context, ready []*state.JournalEntry, unkn
 func (d *driver) prepare(ctx context.Context, e *state.JournalEntry, t *ir.Tool) (answered bool, stop func() (step, error), err error) {
 	switch {
 	case d.stopRequested():
-		return false, func() (step, error) {
-			return d.finish(ctx, state.StatusInterrupted, &state.RunError{Code: CodeInterrupted, Message: "interrupted by a signal; the run can be resumed"}, state.Delta{})
-		}, nil
+		return false, func() (step, error) { return d.interrupted(ctx) }, nil
 	case d.deadlinePassed():
 		return false, func() (step, error) { return d.timedOut(ctx, state.Delta{}) }, nil
 	}

@@ -80,7 +80,7 @@ func (d *driver) rejoin(ctx context.Context, e *state.JournalEntry, t *ir.Tool) 
 		return stepContinue, false, nil
 	}
 	if d.stopRequested() {
-		s, err := d.finish(ctx, state.StatusInterrupted, &state.RunError{Code: CodeInterrupted, Message: "interrupted by a signal; the run can be resumed"}, state.Delta{})
+		s, err := d.interrupted(ctx)
 		return s, true, err
 	}
 	if d.st.Status != state.StatusRunning {

@@ -583,6 +583,12 @@ func (d *driver) stopRequested() bool {
 	}
 }
 
+// interrupted stops the run as interrupted, resumable, when a stop was
+// requested between steps.
+func (d *driver) interrupted(ctx context.Context) (step, error) {
+	return d.finish(ctx, state.StatusInterrupted, &state.RunError{Code: CodeInterrupted, Message: "interrupted by a signal; the run can be resumed"}, state.Delta{})
+}
+
 func (d *driver) timedOut(ctx context.Context, delta state.Delta) (step, error) {
 	return d.finish(ctx, state.StatusTimedOut, &state.RunError{
 		Code:    CodeDeadlineExceeded,
@@ -610,7 +616,7 @@ func (d *driver) next(ctx context.Context) (step, error) {
 		return d.complete(ctx, last, state.Delta{})
 	}
 	if d.stopRequested() {
-		return d.finish(ctx, state.StatusInterrupted, &state.RunError{Code: CodeInterrupted, Message: "interrupted by a signal; the run can be resumed"}, state.Delta{})
+		return d.interrupted(ctx)
 	}
 	return d.request(ctx)
 }
