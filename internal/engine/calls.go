@@ -314,9 +314,7 @@ func (d *driver) runBatch(ctx context.Context, ready []*state.JournalEntry, unkn
 func (d *driver) prepare(ctx context.Context, e *state.JournalEntry, t *ir.Tool) (answered bool, stop func() (step, error), err error) {
 	switch {
 	case d.stopRequested():
-		return false, func() (step, error) {
-			return d.finish(ctx, state.StatusInterrupted, &state.RunError{Code: CodeInterrupted, Message: "interrupted by a signal; the run can be resumed"}, state.Delta{})
-		}, nil
+		return false, func() (step, error) { return d.interrupted(ctx) }, nil
 	case d.deadlinePassed():
 		return false, func() (step, error) { return d.timedOut(ctx, state.Delta{}) }, nil
 	}
@@ -392,11 +390,11 @@ func (d *driver) markStarted(e *state.JournalEntry, t *ir.Tool) {
 	}
 }
 
-// launch invokes the executor of e, whose started is saved, in a
-// goroutine of its own, and sends what it answered on ends. The
-// invocation is built here, on the driver's goroutine: the call's
-// goroutine reads nothing of the run.
-func (d *driver) launch(ctx context.Context, e *state.JournalEntry, t *ir.Tool, ends chan<- callEnd, handed chan<- handOff, quit <-chan struct{}) {
+// invocation builds the invocation of e's tool t, on the driver's
+// goroutine, so that the goroutine calling the executor reads nothing of
+// the run. lines, nil when the runner has no tool log, is the call's way
+// into it, flushed once the executor returns.
+func (d *driver) invocation(e *state.JournalEntry, t *ir.Tool) (inv tool.Invocation, lines *lineWriter) {
 	timeout := time.Duration(t.Timeout) * time.Second
 	if timeout <= 0 {
 		timeout = 60 * time.Second
@@ -407,7 +405,7 @@ func (d *driver) launch(ctx context.Context, e *state.JournalEntry, t *ir.Tool, 
 			timeout, deadlineBound = left, true
 		}
 	}
-	inv := tool.Invocation{
+	inv = tool.Invocation{
 		RunID:     d.st.ID,
 		CallID:    e.CallID,
 		Tool:      t,
@@ -422,11 +420,17 @@ func (d *driver) launch(ctx context.Context, e *state.JournalEntry, t *ir.Tool, 
 		Stop:          d.r.stop,
 		Input:         retryInput(e),
 	}
-	var lines *lineWriter
 	if d.toolOut != nil {
 		lines = &lineWriter{w: d.toolOut}
 		inv.Log = lines
 	}
+	return inv, lines
+}
+
+// launch invokes the executor of e, whose started is saved, in a
+// goroutine of its own, and sends what it answered on ends.
+func (d *driver) launch(ctx context.Context, e *state.JournalEntry, t *ir.Tool, ends chan<- callEnd, handed chan<- handOff, quit <-chan struct{}) {
+	inv, lines := d.invocation(e, t)
 	exec := d.r.executors[t.Body.Kind]
 	_, resumer := exec.(tool.Resumer)
 	if resumer {
@@ -441,7 +445,7 @@ func (d *driver) launch(ctx context.Context, e *state.JournalEntry, t *ir.Tool, 
 		}
 	}
 	go func() {
-		tctx, cancel := context.WithTimeout(ctx, timeout)
+		tctx, cancel := context.WithTimeout(ctx, inv.Timeout)
 		defer cancel()
 		if resumer {
 			// It bounds its request by Timeout itself: a task it is
@@ -470,8 +474,12 @@ func (d *driver) callEnded(ctx context.Context, c callEnd, elapsed time.Duration
 	if e.ApprovedArguments != nil {
 		out.Output = editNote(e) + out.Output
 	}
+	// A call handed to a server's task has started there: it can
+	// neither have not run nor be sent again with input, so those
+	// answers do not apply to it.
+	handed := e.TaskID != ""
 	switch {
-	case err == nil && out.Input != nil:
+	case err == nil && out.Input != nil && !handed:
 		// Its server asked for input: journaled in the drive's next
 		// write, and the call waits for a person's answer.
 		d.askInput(e, out.Input)
@@ -485,7 +493,7 @@ func (d *driver) callEnded(ctx context.Context, c callEnd, elapsed time.Duration
 		d.hold(e, out.Success, out.Output, "executed", out.Sandboxed,
 			Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: outcome, Duration: elapsed})
 		return false, nil
-	case notExecuted(err):
+	case notExecuted(err) && !handed:
 		d.hold(e, false, fmt.Sprintf("error: tool %s could not be started: %v", t.Name, err), "not_executed", false,
 			Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: "error", Duration: elapsed, Err: err})
 		return false, nil

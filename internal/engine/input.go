@@ -329,12 +329,7 @@ func Respond(ctx context.Context, s state.Store, runID string, revision int64, r
 		now = time.Now()
 	}
 	return operatorWrite(ctx, s, runID, revision, func(st *state.RunState) (state.Delta, error) {
-		for i := range rs {
-			if rs[i].At.IsZero() {
-				rs[i].At = now
-			}
-		}
-		d, _, err := ApplyResponses(st, rs, redact)
+		d, _, err := ApplyResponses(st, stampResponses(rs, now), redact)
 		return d, err
 	})
 }

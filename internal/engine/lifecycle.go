@@ -288,13 +288,7 @@ func (r *Runner) Resume(ctx context.Context, o ResumeOptions) (*state.RunState, 
 	}
 	// Answers to input requests are checked before any decision is
 	// applied, so a refusal of either leaves the run as loaded.
-	rs := make([]Response, len(o.Responses))
-	for i, resp := range o.Responses {
-		if resp.At.IsZero() {
-			resp.At = now
-		}
-		rs[i] = resp
-	}
+	rs := stampResponses(o.Responses, now)
 	wire, err := checkResponses(run, rs, r.redact)
 	if err != nil {
 		return run, err
@@ -365,26 +359,38 @@ type DecideOptions struct {
 // out by o.Now are recorded as expired in the same write.
 func DecideWith(ctx context.Context, s state.Store, runID string, ds []Decision, o DecideOptions) (*state.RunState, error) {
 	return operatorWrite(ctx, s, runID, o.Revision, func(st *state.RunState) (state.Delta, error) {
-		now := o.Now
-		if now.IsZero() {
-			now = time.Now()
-		}
-		expired := ExpireApprovals(st, now)
-		var ec EditChecker
-		if o.Check != nil && slices.ContainsFunc(ds, func(d Decision) bool { return d.Args != nil }) {
-			c, err := o.Check(st)
-			if err != nil {
-				return state.Delta{}, err
-			}
-			ec = c
-		}
-		d, err := ApplyDecisions(st, stamp(ds, now), ec)
-		if err != nil {
-			return d, err
-		}
-		d.Journal = lastOfEach(append(expired, d.Journal...))
-		return d, nil
+		return o.decide(st, ds)
 	})
+}
+
+// now is the time of the decisions: o.Now, else time.Now.
+func (o DecideOptions) now() time.Time {
+	if o.Now.IsZero() {
+		return time.Now()
+	}
+	return o.Now
+}
+
+// decide records ds in st as DecideWith does: the calls whose wait ran
+// out are expired, edited arguments are checked with o.Check, and the rows
+// to save are returned, each once.
+func (o DecideOptions) decide(st *state.RunState, ds []Decision) (state.Delta, error) {
+	now := o.now()
+	expired := ExpireApprovals(st, now)
+	var ec EditChecker
+	if o.Check != nil && slices.ContainsFunc(ds, func(d Decision) bool { return d.Args != nil }) {
+		c, err := o.Check(st)
+		if err != nil {
+			return state.Delta{}, err
+		}
+		ec = c
+	}
+	d, err := ApplyDecisions(st, stamp(ds, now), ec)
+	if err != nil {
+		return d, err
+	}
+	d.Journal = lastOfEach(append(expired, d.Journal...))
+	return d, nil
 }
 
 // HandOver hands a run to the workers (nexa agent --resume RUN --detach,
@@ -400,29 +406,17 @@ func HandOver(ctx context.Context, s state.Store, runID string, ds []Decision, o
 		if st.Status.Terminal() {
 			return state.Delta{}, &Error{Code: CodeNotWaiting, Refusal: true, Message: fmt.Sprintf("run %s is %s; there is nothing left for a worker to do", st.ID, st.Status)}
 		}
+		o.Now = o.now() // one time for the answers and the decisions
 		var d state.Delta
-		now := o.Now
-		if now.IsZero() {
-			now = time.Now()
-		}
-		rs := make([]Response, len(o.Responses))
-		for i, resp := range o.Responses {
-			if resp.At.IsZero() {
-				resp.At = now
-			}
-			rs[i] = resp
-		}
+		rs := stampResponses(o.Responses, o.Now)
 		wire, err := checkResponses(st, rs, o.Redact)
 		if err != nil {
 			return d, err
 		}
 		if len(ds) > 0 {
-			expired := ExpireApprovals(st, now)
-			var err error
-			if d, err = ApplyDecisions(st, stamp(ds, now), nil); err != nil {
+			if d, err = o.decide(st, ds); err != nil {
 				return d, err
 			}
-			d.Journal = lastOfEach(append(expired, d.Journal...))
 		}
 		if len(rs) > 0 {
 			answered, _ := applyResponses(st, rs, wire)
@@ -457,6 +451,18 @@ func stamp(ds []Decision, now time.Time) []Decision {
 			d.At = now
 		}
 		out[i] = d
+	}
+	return out
+}
+
+// stampResponses is stamp for answers to input requests.
+func stampResponses(rs []Response, now time.Time) []Response {
+	out := make([]Response, len(rs))
+	for i, r := range rs {
+		if r.At.IsZero() {
+			r.At = now
+		}
+		out[i] = r
 	}
 	return out
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -81,7 +80,7 @@ func (d *driver) rejoin(ctx context.Context, e *state.JournalEntry, t *ir.Tool) 
 		return stepContinue, false, nil
 	}
 	if d.stopRequested() {
-		s, err := d.finish(ctx, state.StatusInterrupted, &state.RunError{Code: CodeInterrupted, Message: "interrupted by a signal; the run can be resumed"}, state.Delta{})
+		s, err := d.interrupted(ctx)
 		return s, true, err
 	}
 	if d.st.Status != state.StatusRunning {
@@ -92,37 +91,18 @@ func (d *driver) rejoin(ctx context.Context, e *state.JournalEntry, t *ir.Tool) 
 		}
 	}
 	d.r.observe(Event{Kind: EventToolStart, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool})
-	timeout := time.Duration(t.Timeout) * time.Second
-	if timeout <= 0 {
-		timeout = 60 * time.Second
-	}
-	inv := tool.Invocation{RunID: d.st.ID, CallID: e.CallID, Tool: t, Arguments: e.RunArguments(), WorkDir: d.r.toolDir(d.st),
-		Secrets: d.r.secrets, Timeout: timeout, HTTPAllow: d.r.agent.HTTPAllow, DeadlineIn: d.deadlineIn(), Stop: d.r.stop}
-	if d.toolOut != nil {
-		inv.Log = d.toolOut
-	}
+	inv, lines := d.invocation(e, t)
 	began := d.r.now()
 	out, err := res.Resume(ctx, inv, e.TaskID)
+	if lines != nil {
+		lines.Flush()
+	}
 	elapsed := d.r.now().Sub(began)
 	failpoint.Hit("before-result-saved")
-	switch {
-	case err == nil:
-		if e.ApprovedArguments != nil {
-			out.Output = editNote(e) + out.Output
-		}
-		outcome := "ok"
-		if !out.Success {
-			outcome = "error"
-		}
-		e.Structured = d.structured(out)
-		d.hold(e, out.Success, out.Output, "executed", out.Sandboxed,
-			Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: outcome, Duration: elapsed})
-		return stepContinue, true, nil
-	case errors.Is(err, tool.ErrDetached):
-		s, err := d.leave(ctx, e, err)
+	unknown, stop := d.callEnded(ctx, callEnd{e: e, t: t, out: out, err: err}, elapsed)
+	if stop != nil {
+		s, err := stop()
 		return s, true, err
-	default:
-		d.r.observe(Event{Kind: EventToolDone, RunID: d.st.ID, CallID: e.CallID, Tool: e.Tool, Outcome: "unknown", Duration: elapsed, Err: err})
-		return stepContinue, false, nil
 	}
+	return stepContinue, !unknown, nil
 }

@@ -323,13 +323,12 @@ func (r *Runner) Start(ctx context.Context, nr NewRun) (*state.RunState, error) 
 		// Nothing runs here: the run is recorded for the workers, free,
 		// and a worker that has its program claims it.
 		st.Status, st.Config.Driver, st.Lease = state.StatusQueued, state.DriverWorker, nil
-		if err := r.store.Create(ctx, st); err != nil {
-			return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
-		}
-		return st, nil
 	}
 	if err := r.store.Create(ctx, st); err != nil {
 		return nil, &Error{Code: CodeStoreError, Message: err.Error(), Err: err}
+	}
+	if nr.Detach {
+		return st, nil
 	}
 	defer release(r.store, st.ID, st.Lease)
 	stop := r.keepLease(st.ID, st.Lease)
@@ -410,11 +409,11 @@ func (r *Runner) drive(ctx context.Context, st *state.RunState, crashed bool) (*
 
 // driver carries one drive of one run.
 type driver struct {
-	r   *Runner
-	st  *state.RunState
-	log ToolLog
-	// toolOut is what tools print to: log behind a lock, since calls of
-	// one reply may print at the same time. Nil when there is no log.
+	r  *Runner
+	st *state.RunState
+	// toolOut is what tools print to: the run's ToolLog behind a lock,
+	// since calls of one reply may print at the same time. Nil when there
+	// is no log.
 	toolOut io.Writer
 
 	// What the loop asks of the run at every step is kept here, built
@@ -460,7 +459,7 @@ type heldResult struct {
 }
 
 func newDriver(r *Runner, st *state.RunState, log ToolLog) *driver {
-	d := &driver{r: r, st: st, log: log, callIdx: make(map[string]int, len(st.Journal))}
+	d := &driver{r: r, st: st, callIdx: make(map[string]int, len(st.Journal))}
 	if log != nil {
 		d.toolOut = &lockedWriter{w: log}
 	}
@@ -584,6 +583,12 @@ func (d *driver) stopRequested() bool {
 	}
 }
 
+// interrupted stops the run as interrupted, resumable, when a stop was
+// requested between steps.
+func (d *driver) interrupted(ctx context.Context) (step, error) {
+	return d.finish(ctx, state.StatusInterrupted, &state.RunError{Code: CodeInterrupted, Message: "interrupted by a signal; the run can be resumed"}, state.Delta{})
+}
+
 func (d *driver) timedOut(ctx context.Context, delta state.Delta) (step, error) {
 	return d.finish(ctx, state.StatusTimedOut, &state.RunError{
 		Code:    CodeDeadlineExceeded,
@@ -611,7 +616,7 @@ func (d *driver) next(ctx context.Context) (step, error) {
 		return d.complete(ctx, last, state.Delta{})
 	}
 	if d.stopRequested() {
-		return d.finish(ctx, state.StatusInterrupted, &state.RunError{Code: CodeInterrupted, Message: "interrupted by a signal; the run can be resumed"}, state.Delta{})
+		return d.interrupted(ctx)
 	}
 	return d.request(ctx)
 }
